@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { envelopeShape } from '../envelope';
+import { RunStatusSchema } from './run.event';
+
+export const QuantilesSchema = z.object({
+  count: z.number().int().nonnegative(),
+  mean: z.number().nullable(),
+  p50: z.number().nullable(),
+  p95: z.number().nullable(),
+  p99: z.number().nullable(),
+  max: z.number().nullable(),
+});
+export type Quantiles = z.infer<typeof QuantilesSchema>;
+
+export const SloVerdictSchema = z.object({
+  passed: z.boolean(),
+  /** One line per objective that failed, naming the objective, the figure and the threshold. */
+  failures: z.array(z.string()),
+});
+
+/** A run's summary: what `GET /v1/runs/:id` returns and `fathom run` prints. */
+export const RunSummarySchema = z.object({
+  status: RunStatusSchema,
+  reason: z.string().nullable(),
+  startedAt: z.number().nullable(),
+  endedAt: z.number().nullable(),
+  requests: z.number().int().nonnegative(),
+  errors: z.number().int().nonnegative(),
+  errorRate: z.number().min(0).max(1),
+  errorClasses: z.record(z.string(), z.number().int().nonnegative()),
+  dropped: z.number().int().nonnegative(),
+  latencyMs: z.object({
+    e2e: QuantilesSchema,
+    correctedE2e: QuantilesSchema,
+    ttft: QuantilesSchema,
+    itl: QuantilesSchema,
+  }),
+  throughput: z.object({ requestsPerSec: z.number(), outputTokensPerSec: z.number() }),
+  tokens: z.object({ input: z.number().int(), output: z.number().int() }),
+  semantic: z.object({
+    responses: z.number().int().nonnegative(),
+    outputTokens: z.number().int().nonnegative(),
+    gapMeanMs: z.number().nullable(),
+    tokenCountMismatches: z.number().int().nonnegative(),
+    detectorSignals: z.number().int().nonnegative(),
+  }),
+  gpu: z.object({
+    scrapes: z.number().int().nonnegative(),
+    gaps: z.number().int().nonnegative(),
+    /** Last value seen per canonical metric (averaged over GPUs). */
+    last: z.record(z.string(), z.number()),
+  }),
+  tier: z.string().nullable(),
+  tierChanges: z.array(z.object({ at: z.number(), from: z.string().nullable(), to: z.string(), reason: z.string() })),
+  slo: SloVerdictSchema,
+});
+export type RunSummary = z.infer<typeof RunSummarySchema>;
+
+export const RunReportSchema = z.object({
+  ...envelopeShape,
+  summary: RunSummarySchema,
+});
+export type RunReport = z.infer<typeof RunReportSchema>;

@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { envelopeShape } from '../envelope';
+
+export const ErrorClassSchema = z.enum([
+  'timeout',
+  'connect',
+  'http-4xx',
+  'http-5xx',
+  'stream-truncated',
+  'malformed-sse',
+  'aborted',
+  'other',
+]);
+export type ErrorClass = z.infer<typeof ErrorClassSchema>;
+
+export const TopLogprobSchema = z.object({ token: z.string(), logprob: z.number() });
+export const TokenLogprobSchema = z.object({
+  token: z.string(),
+  logprob: z.number(),
+  top: z.array(TopLogprobSchema),
+});
+export type TokenLogprob = z.infer<typeof TokenLogprobSchema>;
+
+/**
+ * One request as the load-generator saw it. All times are milliseconds from a monotonic clock;
+ * `scheduledAt`/`startedAt` are epoch ms for joining with other sources.
+ */
+export const RequestRecordSchema = z.object({
+  requestId: z.string(),
+  shard: z.number().int().nonnegative(),
+  /** When the profile intended the request to start (epoch ms). */
+  scheduledAt: z.number(),
+  /** When it actually started (epoch ms). */
+  startedAt: z.number(),
+  /** Time to first token: from actual send to the first chunk with content; null without one. */
+  ttftMs: z.number().nonnegative().nullable(),
+  /** End to end from actual send. */
+  e2eMs: z.number().nonnegative(),
+  /** End to end from the intended send time (wrk2's correction for coordinated omission). */
+  correctedE2eMs: z.number().nonnegative(),
+  /** Offset from send of each content chunk (ms); gaps between them are the inter-token latency. */
+  chunkOffsetsMs: z.array(z.number().nonnegative()),
+  status: z.number().int(),
+  errorClass: ErrorClassSchema.nullable(),
+  errorMessage: z.string().optional(),
+  inputTokensClient: z.number().int().nonnegative(),
+  outputTokensClient: z.number().int().nonnegative(),
+  usage: z
+    .object({
+      promptTokens: z.number().int().nonnegative(),
+      completionTokens: z.number().int().nonnegative(),
+      cachedTokens: z.number().int().nonnegative().nullable(),
+    })
+    .nullable(),
+  /** Response text, capped (see load-generator config) so records stay small. */
+  content: z.string(),
+  finishReason: z.string().nullable(),
+  logprobs: z.array(TokenLogprobSchema).optional(),
+});
+export type RequestRecord = z.infer<typeof RequestRecordSchema>;
+
+/** Per-request records, batched off the hot path. Sampled at the campaign's recordSampleRate. */
+export const RequestTelemetrySchema = z.object({
+  ...envelopeShape,
+  generatorId: z.string(),
+  records: z.array(RequestRecordSchema).min(1),
+});
+export type RequestTelemetry = z.infer<typeof RequestTelemetrySchema>;
+
+/**
+ * The primary telemetry stream: one window of one generator's shard, as mergeable HDR
+ * histograms (hdr-histogram-js `encodeIntoCompressedBase64`, values in microseconds).
+ * Windows from many generators add up exactly; a window is kilobytes however many requests.
+ */
+export const TelemetryWindowSchema = z.object({
+  ...envelopeShape,
+  generatorId: z.string(),
+  shard: z.number().int().nonnegative(),
+  windowStart: z.number(),
+  windowMs: z.number().int().positive(),
+  /** Sequence of this window within the generator's shard: lets a consumer spot a gap. */
+  seq: z.number().int().nonnegative(),
+  requests: z.number().int().nonnegative(),
+  errors: z.number().int().nonnegative(),
+  errorClasses: z.record(z.string(), z.number().int().nonnegative()),
+  dropped: z.number().int().nonnegative(),
+  late: z.number().int().nonnegative(),
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  histogramsUs: z.object({
+    e2e: z.string(),
+    correctedE2e: z.string(),
+    ttft: z.string(),
+    itl: z.string(),
+  }),
+});
+export type TelemetryWindow = z.infer<typeof TelemetryWindowSchema>;
+
+export const GpuSampleSchema = z.object({
+  gpu: z.string(),
+  instance: z.string().nullable(),
+  metric: z.string(),
+  value: z.number(),
+  unit: z.string(),
+});
+export type GpuSample = z.infer<typeof GpuSampleSchema>;
+
+/**
+ * One scrape of one source. A failed scrape is a gap (`health` not ok, no samples), never zeros.
+ */
+export const GpuTelemetrySchema = z.object({
+  ...envelopeShape,
+  source: z.string(),
+  url: z.string(),
+  scrapedAt: z.number(),
+  health: z.enum(['ok', 'down', 'timeout', 'garbage']),
+  error: z.string().optional(),
+  samples: z.array(GpuSampleSchema),
+});
+export type GpuTelemetry = z.infer<typeof GpuTelemetrySchema>;

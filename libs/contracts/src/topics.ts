@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import { RunShardCommandSchema, RunControlSchema, RunLifecycleSchema } from './events/run.event';
+import { RequestTelemetrySchema, TelemetryWindowSchema, GpuTelemetrySchema } from './events/telemetry.event';
+import { SemanticSignalSchema } from './events/signal.event';
+import { SloTierChangeSchema, BreakerChangeSchema } from './events/state.event';
+import { RunReportSchema } from './events/report.event';
+import { DeadLetterSchema } from './events/dead-letter.event';
+
+/**
+ * A topic: its versioned name, the zod schema of its events, and how an event is keyed.
+ * Keys decide partitions: events of one key stay in order. Where order does not matter (request
+ * records, histogram windows) the key spreads one run over partitions.
+ */
+export interface TopicDef<S extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly schema: S;
+  readonly description: string;
+  readonly keyOf: (event: z.infer<S>) => string;
+}
+
+function topic<S extends z.ZodType>(
+  name: string,
+  schema: S,
+  keyOf: (event: z.infer<S>) => string,
+  description: string,
+): TopicDef<S> {
+  return { name, schema, keyOf, description };
+}
+
+// WARNING: a topic name is a contract with every deployed consumer. A breaking change to an
+// event's schema is a NEW topic (".v2") published beside the old one until consumers move;
+// never edit a schema here in a way that rejects events an older producer still sends.
+export const Topics = {
+  runShard: topic(
+    'fathom.run.command.v1',
+    RunShardCommandSchema,
+    (e) => `${e.runId}/${e.shard.index}`,
+    'orchestrator -> load-generators (consumer group): shards of a run plan',
+  ),
+  runControl: topic(
+    'fathom.run.control.v1',
+    RunControlSchema,
+    (e) => e.runId,
+    'orchestrator -> every load-generator (one group each): abort a run',
+  ),
+  runLifecycle: topic(
+    'fathom.run.lifecycle.v1',
+    RunLifecycleSchema,
+    (e) => e.runId,
+    'load-generator -> orchestrator, analyzer: shard started / finished / failed, with counts',
+  ),
+  requestTelemetry: topic(
+    'fathom.telemetry.request.v1',
+    RequestTelemetrySchema,
+    (e) => `${e.runId}/${e.id}`,
+    'load-generator -> semantic-monitor, analyzer: sampled per-request records, batched',
+  ),
+  telemetryWindow: topic(
+    'fathom.telemetry.window.v1',
+    TelemetryWindowSchema,
+    (e) => `${e.runId}/${e.generatorId}`,
+    'load-generator -> analyzer: windowed HDR histograms, the primary latency stream',
+  ),
+  gpuTelemetry: topic(
+    'fathom.telemetry.gpu.v1',
+    GpuTelemetrySchema,
+    (e) => `${e.runId}/${e.source}`,
+    'gpu-collector -> analyzer: normalised GPU and inference-server samples, or a gap',
+  ),
+  semanticSignal: topic(
+    'fathom.signal.semantic.v1',
+    SemanticSignalSchema,
+    (e) => e.runId,
+    'semantic-monitor -> analyzer: token stats per response and detector findings',
+  ),
+  sloTier: topic(
+    'fathom.state.slo-tier.v1',
+    SloTierChangeSchema,
+    (e) => e.runId,
+    'analyzer -> orchestrator: a run changed SLO tier',
+  ),
+  breaker: topic(
+    'fathom.state.breaker.v1',
+    BreakerChangeSchema,
+    (e) => e.runId,
+    'analyzer -> orchestrator, load-generator: a circuit breaker changed state',
+  ),
+  runReport: topic(
+    'fathom.run.report.v1',
+    RunReportSchema,
+    (e) => e.runId,
+    'analyzer -> orchestrator: the run summary once all shards finished',
+  ),
+  deadLetter: topic(
+    'fathom.dlq.v1',
+    DeadLetterSchema,
+    (e) => e.originalTopic,
+    'any consumer -> operators: messages that failed validation or their handler',
+  ),
+} as const;
+
+export type TopicKey = keyof typeof Topics;
+export type EventOf<T extends TopicDef> = z.infer<T['schema']>;
+
+/** Every topic name, e.g. for the test broker to create up front. */
+export const ALL_TOPIC_NAMES: readonly string[] = Object.values(Topics).map((t) => t.name);

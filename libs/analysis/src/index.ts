@@ -1,1 +1,2 @@
-export {};
+export * from './slo/slo-tier.evaluator';
+export * from './slo/slo-verdict';

@@ -1,1 +1,4 @@
-export {};
+export * from './tracing';
+export * from './metrics';
+export * from './health';
+export * from './nest/observability.module';

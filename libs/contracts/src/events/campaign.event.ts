@@ -20,23 +20,264 @@ export const ChatMessageSchema = z
   .object({ role: z.enum(['system', 'user', 'assistant', 'tool']), content: z.string() })
   .strict();
 
+/** A token-length distribution (normal, clipped to [min, max], rounded), drawn with a seed. */
+export const TokenLengthSchema = z
+  .object({
+    mean: z.number().positive(),
+    stdev: z.number().min(0).default(0),
+    min: z.number().int().positive().default(1),
+    max: z.number().int().positive().max(131072),
+  })
+  .strict()
+  .refine((d) => d.min <= d.max && d.mean <= d.max, { message: 'need min <= mean <= max', path: ['max'] });
+export type TokenLength = z.infer<typeof TokenLengthSchema>;
+
+/**
+ * Where prompts come from. Files are read (and refused with the line that does not parse) by
+ * `@fathom/load` when a shard starts; paths are relative to the generator's working directory.
+ */
+export const DatasetSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('inline'), prompts: z.array(z.string().min(1)).min(1) }).strict(),
+  z
+    .object({
+      type: z.literal('synthetic'),
+      seed: z.number().int().default(1),
+      inputTokens: TokenLengthSchema,
+      /** Output length asked for per request (max_tokens); the scenario's maxTokens otherwise. */
+      outputTokens: TokenLengthSchema.optional(),
+      /** Count of distinct prompts drawn before they repeat (bounded memory). */
+      size: z.number().int().positive().max(100000).default(1000),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('jsonl'),
+      path: z.string().min(1),
+      /** Field of each JSON line that holds the prompt. */
+      field: z.string().min(1).default('prompt'),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('sharegpt'),
+      path: z.string().min(1),
+      /** First human turns taken from each conversation (ShareGPT `conversations[].from == human`). */
+      maxTurns: z.number().int().positive().default(1),
+    })
+    .strict(),
+  z
+    .object({
+      /** Sessions of several turns that share a long prefix, to exercise prefix (KV) caching. */
+      type: z.literal('multi-turn'),
+      seed: z.number().int().default(1),
+      sessions: z.number().int().positive().max(10000).default(16),
+      turns: z.number().int().positive().max(100).default(4),
+      sharedPrefixTokens: z.number().int().min(0).max(65536).default(512),
+      turnTokens: TokenLengthSchema,
+    })
+    .strict(),
+]);
+export type Dataset = z.infer<typeof DatasetSchema>;
+
+/** Controlled prompt damage (spec: prompt explosion). Quoted strings and comments are never touched. */
+export const PerturbationSchema = z
+  .object({
+    kind: z.enum(['delimiter-noise', 'punctuation-swap', 'whitespace-compression', 'nesting-amplification']),
+    strength: z.number().min(0).max(1),
+    seed: z.number().int().default(1),
+  })
+  .strict();
+export type Perturbation = z.infer<typeof PerturbationSchema>;
+
 export const ChatScenarioSchema = z
   .object({
     type: z.literal('chat'),
     model: z.string().min(1).default('fathom-sim'),
     /** Prompts cycled through in order; each is one user turn (system message optional). */
-    prompts: z.array(z.string().min(1)).min(1),
+    prompts: z.array(z.string().min(1)).min(1).optional(),
+    /** Instead of `prompts`: a dataset (synthetic, JSONL, ShareGPT, multi-turn). */
+    dataset: DatasetSchema.optional(),
     system: z.string().optional(),
+    /** `chat` = /chat/completions, `completions` = the legacy /completions endpoint. */
+    endpoint: z.enum(['chat', 'completions']).default('chat'),
+    stream: z.boolean().default(true),
     maxTokens: z.number().int().positive().max(32768).default(64),
     temperature: z.number().min(0).max(2).optional(),
     logprobs: z.boolean().default(false),
     topLogprobs: z.number().int().min(0).max(20).optional(),
+    perturbation: PerturbationSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((s) => s.prompts !== undefined || s.dataset !== undefined, {
+    message: 'give either prompts or dataset',
+    path: ['prompts'],
+  });
 export type ChatScenario = z.infer<typeof ChatScenarioSchema>;
 
-export const ScenarioSchema = z.discriminatedUnion('type', [ChatScenarioSchema]);
+export const EmbeddingsScenarioSchema = z
+  .object({
+    type: z.literal('embeddings'),
+    model: z.string().min(1).default('fathom-embed'),
+    /** Texts embedded per request (the batch), drawn from the dataset in order. */
+    batchSize: z.number().int().positive().max(2048).default(1),
+    dataset: DatasetSchema,
+  })
+  .strict();
+export type EmbeddingsScenario = z.infer<typeof EmbeddingsScenarioSchema>;
+
+/**
+ * A named semantic assertion on one step's response (spec: semantic orchestrator), e.g.
+ * `status == 200 && latency < 150ms && body.contains("success")` is three assertions.
+ */
+export const StepAssertionSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('status'), name: z.string().min(1), equals: z.number().int() }).strict(),
+  z.object({ kind: z.literal('latency'), name: z.string().min(1), belowMs: z.number().positive() }).strict(),
+  z
+    .object({
+      kind: z.literal('jsonpath'),
+      name: z.string().min(1),
+      /** Subset of JSONPath: `$.a.b[0].c`. */
+      path: z.string().regex(/^\$(\.[A-Za-z_][\w-]*|\[\d+\])*$/, 'JSONPath of the form $.a.b[0].c'),
+      equals: z.union([z.string(), z.number(), z.boolean(), z.null()]).optional(),
+      exists: z.boolean().optional(),
+    })
+    .strict(),
+  z.object({ kind: z.literal('regex'), name: z.string().min(1), pattern: z.string().min(1) }).strict(),
+  z.object({ kind: z.literal('body-contains'), name: z.string().min(1), text: z.string().min(1) }).strict(),
+]);
+export type StepAssertion = z.infer<typeof StepAssertionSchema>;
+
+export const HttpStepSchema = z
+  .object({
+    name: z.string().min(1).regex(/^[\w-]+$/),
+    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
+    /** Appended to the target's baseUrl. */
+    path: z.string().startsWith('/'),
+    headers: z.record(z.string(), z.string()).default({}),
+    /** JSON body; sent as-is. */
+    body: z.unknown().optional(),
+    /** Steps that must finish (with every assertion passing) before this one starts. */
+    dependsOn: z.array(z.string()).default([]),
+    assertions: z.array(StepAssertionSchema).default([]),
+  })
+  .strict();
+export type HttpStep = z.infer<typeof HttpStepSchema>;
+
+/** One iteration runs the whole DAG of steps; the request record is the iteration. */
+export const HttpScenarioSchema = z
+  .object({ type: z.literal('http'), steps: z.array(HttpStepSchema).min(1).max(100) })
+  .strict()
+  .superRefine((s, ctx) => {
+    const names = new Set<string>();
+    s.steps.forEach((step, i) => {
+      if (names.has(step.name)) ctx.addIssue({ code: 'custom', message: `duplicate step ${step.name}`, path: ['steps', i, 'name'] });
+      names.add(step.name);
+    });
+    s.steps.forEach((step, i) =>
+      step.dependsOn.forEach((dep, j) => {
+        if (!names.has(dep)) ctx.addIssue({ code: 'custom', message: `unknown step ${dep}`, path: ['steps', i, 'dependsOn', j] });
+      }),
+    );
+    const byName = new Map(s.steps.map((step) => [step.name, step]));
+    const state = new Map<string, 'visiting' | 'done'>();
+    const visit = (name: string): boolean => {
+      if (state.get(name) === 'done') return true;
+      if (state.get(name) === 'visiting') return false;
+      state.set(name, 'visiting');
+      const ok = (byName.get(name)?.dependsOn ?? []).every((d) => !byName.has(d) || visit(d));
+      state.set(name, 'done');
+      return ok;
+    };
+    s.steps.forEach((step, i) => {
+      if (!visit(step.name)) ctx.addIssue({ code: 'custom', message: 'steps form a cycle', path: ['steps', i, 'dependsOn'] });
+    });
+  });
+export type HttpScenario = z.infer<typeof HttpScenarioSchema>;
+
+export const ScenarioSchema = z.discriminatedUnion('type', [
+  ChatScenarioSchema,
+  EmbeddingsScenarioSchema,
+  HttpScenarioSchema,
+]);
 export type Scenario = z.infer<typeof ScenarioSchema>;
+
+const seed = z.number().int().default(1);
+/** Open-model knobs: an iteration starting later than `lateToleranceMs` after its intended time is
+ * late; one that could not start within `maxLatenessMs` (no free slot) is dropped. */
+const openModelShape = {
+  lateToleranceMs: z.number().min(0).default(10),
+  maxLatenessMs: z.number().positive().default(5000),
+};
+
+/**
+ * When requests start (k6's executors, GuideLLM's profiles). `load.concurrency` is the number of
+ * virtual users for `closed`, and the cap on requests in flight for the open-model profiles.
+ */
+export const LoadProfileSchema = z.discriminatedUnion('type', [
+  z
+    .object({
+      type: z.literal('closed'),
+      seed,
+      thinkTimeMs: z.number().min(0).default(0),
+      /** Uniform jitter added to the think time, [0, thinkTimeJitterMs). */
+      thinkTimeJitterMs: z.number().min(0).default(0),
+    })
+    .strict(),
+  z.object({ type: z.literal('constant-rate'), seed, ratePerSec: z.number().positive(), ...openModelShape }).strict(),
+  z.object({ type: z.literal('poisson'), seed, ratePerSec: z.number().positive(), ...openModelShape }).strict(),
+  z
+    .object({
+      type: z.literal('ramping-rate'),
+      seed,
+      startRatePerSec: z.number().min(0),
+      /** Rate moves linearly to each stage's target over its duration; the last rate is held. */
+      stages: z
+        .array(z.object({ durationMs: z.number().int().positive(), targetRatePerSec: z.number().min(0) }).strict())
+        .min(1),
+      ...openModelShape,
+    })
+    .strict(),
+  z
+    .object({
+      /** GuideLLM's sweep: synchronous, throughput, then `rates` constant rates in between. */
+      type: z.literal('sweep'),
+      seed,
+      rates: z.number().int().min(1).max(50).default(5),
+      ...openModelShape,
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('replay'),
+      seed,
+      /** JSONL with `{"timestampMs": n, "prompt"?: s}` per line, or an OTLP/JSON trace export. */
+      path: z.string().min(1),
+      format: z.enum(['jsonl', 'otel']).default('jsonl'),
+      /** 2 = twice as fast as recorded. */
+      speed: z.number().positive().default(1),
+      ...openModelShape,
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('adaptive'),
+      seed,
+      /** Control law; see libs/load/src/adaptive/aimd.controller.ts. */
+      law: z.literal('aimd').default('aimd'),
+      p95BudgetMs: z.number().positive(),
+      metric: z.enum(['e2e', 'ttft']).default('e2e'),
+      /** GPU memory used fraction (0..1) not to exceed, from the gpu-collector's readings. */
+      gpuMemoryCeiling: z.number().gt(0).max(1).optional(),
+      initialConcurrency: z.number().int().positive().default(1),
+      minConcurrency: z.number().int().positive().default(1),
+      increaseStep: z.number().int().positive().default(1),
+      decreaseFactor: z.number().gt(0).lt(1).default(0.7),
+      intervalMs: z.number().int().min(100).default(1000),
+    })
+    .strict(),
+]);
+export type LoadProfile = z.infer<typeof LoadProfileSchema>;
+export type LoadProfileType = LoadProfile['type'];
 
 export const TierRerunPolicySchema = z
   .object({
@@ -70,8 +311,21 @@ export const CampaignSpecSchema = z
         recordSampleRate: z.number().min(0).max(1).default(1),
         /** Number of shards the plan is cut into for load-generators in a consumer group. */
         shards: z.number().int().positive().max(256).default(1),
+        /** When requests start. Absent means `closed` with `concurrency` users (the original shape). */
+        profile: LoadProfileSchema.optional(),
       })
-      .strict(),
+      .strict()
+      .superRefine((load, ctx) => {
+        const p = load.profile;
+        if (p?.type === 'adaptive') {
+          if (p.initialConcurrency > load.concurrency)
+            ctx.addIssue({ code: 'custom', message: 'must not exceed load.concurrency', path: ['profile', 'initialConcurrency'] });
+          if (p.minConcurrency > p.initialConcurrency)
+            ctx.addIssue({ code: 'custom', message: 'must not exceed initialConcurrency', path: ['profile', 'minConcurrency'] });
+        }
+        if (p && 'ratePerSec' in p && p.ratePerSec > 1_000_000)
+          ctx.addIssue({ code: 'custom', message: 'rate above 1e6/s', path: ['profile', 'ratePerSec'] });
+      }),
     slo: SloThresholdsSchema.default({}),
     reruns: TierRerunPolicySchema.default({ maxReruns: 1, cooldownMs: 5000 }),
   })

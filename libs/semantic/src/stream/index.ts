@@ -1,0 +1,4 @@
+export * from './sse.decoder';
+export * from './stream-parse.error';
+export * from './chat-stream.assembler';
+export * from './parse-chat-stream';

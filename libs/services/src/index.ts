@@ -1,1 +1,5 @@
-export {};
+export * from './runtime/service-name';
+export * from './runtime/service.config';
+export * from './runtime/fathom-app';
+export * from './orchestrator/campaign-input';
+export * from './orchestrator/campaign.service';

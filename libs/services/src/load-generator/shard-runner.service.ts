@@ -1,0 +1,112 @@
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { hostname } from 'node:os';
+import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
+import { Topics, envelope, type RunLifecycle, type RunShardCommand, type ShardCounts } from '@fathom/contracts';
+import { runShard } from '@fathom/load';
+import { ConsumerGroups } from '../runtime/service-name';
+import { TelemetryPublisher } from './telemetry.publisher';
+import { probeTarget } from './target-probe';
+
+interface ActiveShard {
+  readonly abort: AbortController;
+  readonly done: Promise<void>;
+}
+
+/**
+ * Takes shards from the load-generators' consumer group and runs them. A shard runs in the
+ * background: the handler returns as soon as it started, so a long run never holds the
+ * consumer (and its group membership) hostage. Aborts arrive on a broadcast topic that each
+ * generator reads in its own group.
+ */
+@Injectable()
+export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(ShardRunnerService.name);
+  readonly generatorId = process.env.FATHOM_GENERATOR_ID ?? `${hostname()}:${process.pid}`;
+  private readonly active = new Map<string, ActiveShard>();
+  /** Shards already taken by this process (a redelivered command must not start a second run). */
+  private readonly taken = new Set<string>();
+  private readonly aborted = new Set<string>();
+  private readonly subscriptions: Subscription[] = [];
+
+  constructor(@InjectBus() private readonly bus: Bus) {}
+
+  async onModuleInit(): Promise<void> {
+    this.subscriptions.push(
+      await this.bus.subscribe(Topics.runShard, { group: ConsumerGroups.loadGenerator }, (c) => this.onShard(c)),
+      await this.bus.subscribe(
+        Topics.runControl,
+        { group: `${ConsumerGroups.loadGenerator}.${this.generatorId}` },
+        (c) => this.onAbort(c.runId),
+      ),
+    );
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all(this.subscriptions.map((s) => s.close()));
+    for (const shard of this.active.values()) shard.abort.abort(new Error('load-generator shutting down'));
+    await Promise.all([...this.active.values()].map((s) => s.done));
+  }
+
+  private onAbort(runId: string): void {
+    this.aborted.add(runId);
+    for (const [key, shard] of this.active) {
+      if (key.startsWith(`${runId}/`)) shard.abort.abort(new Error('run aborted'));
+    }
+  }
+
+  private onShard(command: RunShardCommand): void {
+    const key = `${command.runId}/${command.shard.index}`;
+    if (this.taken.has(key)) return;
+    this.taken.add(key);
+    const abort = new AbortController();
+    if (this.aborted.has(command.runId)) abort.abort(new Error('run aborted'));
+    const done = this.execute(command, abort).finally(() => this.active.delete(key));
+    this.active.set(key, { abort, done });
+  }
+
+  private async execute(command: RunShardCommand, abort: AbortController): Promise<void> {
+    const { spec, shard, runId, campaignId } = command;
+    const publisher = new TelemetryPublisher(this.bus, campaignId, runId, this.generatorId);
+    const empty: ShardCounts = { sent: 0, completed: 0, errors: 0, dropped: 0, recordsPublished: 0, windowsPublished: 0 };
+    const lifecycle = (phase: RunLifecycle['phase'], counts: ShardCounts, reason?: string) =>
+      this.bus.publish(Topics.runLifecycle, {
+        ...envelope(campaignId, runId),
+        phase,
+        shard,
+        generatorId: this.generatorId,
+        counts,
+        reason,
+      });
+
+    const unreachable = await probeTarget(spec.target.baseUrl, { timeoutMs: Math.min(5000, spec.load.requestTimeoutMs) });
+    if (unreachable) {
+      this.logger.warn(`run ${runId} shard ${shard.index}: ${unreachable}`);
+      await lifecycle('shard-failed', empty, unreachable);
+      return;
+    }
+    await lifecycle('shard-started', empty);
+    try {
+      const counts = await runShard({
+        spec,
+        shard,
+        runId,
+        campaignId,
+        generatorId: this.generatorId,
+        sink: publisher,
+        signal: abort.signal,
+      });
+      await publisher.drain();
+      const final = { ...counts, recordsPublished: publisher.recordsPublished, windowsPublished: publisher.windowsPublished };
+      await lifecycle('shard-finished', final, abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : undefined);
+    } catch (error) {
+      await publisher.drain();
+      const reason = `load engine failed: ${(error as Error).message}`;
+      this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);
+      await lifecycle(
+        'shard-failed',
+        { ...empty, recordsPublished: publisher.recordsPublished, windowsPublished: publisher.windowsPublished },
+        reason,
+      );
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import { Injectable, UnauthorizedException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { timingSafeEqual } from 'node:crypto';
+
+export const API_TOKEN = Symbol('API_TOKEN');
+
+/**
+ * Mutating REST calls need `Authorization: Bearer <FATHOM_API_TOKEN>` when a token is configured.
+ * Without one (the embedded default on loopback) the API is open.
+ */
+@Injectable()
+export class ApiTokenGuard implements CanActivate {
+  constructor(private readonly token: string | null) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    if (!this.token) return true;
+    const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
+    const header = request.headers.authorization ?? '';
+    const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+    const a = Buffer.from(presented);
+    const b = Buffer.from(this.token);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) {
+      throw new UnauthorizedException('a valid bearer token is required');
+    }
+    return true;
+  }
+}

@@ -1,0 +1,72 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectBus, type Bus } from '@fathom/bus';
+import { CampaignRepository, RunRepository } from '@fathom/storage';
+import {
+  Topics,
+  envelope,
+  type CampaignSpec,
+  type RunShardCommand,
+  type RunTrigger,
+} from '@fathom/contracts';
+import { parseCampaign } from './campaign-input';
+
+export interface StartedRun {
+  campaignId: string;
+  runId: string;
+}
+
+/** Creates campaigns and their runs, and hands each run's shards to the load-generators. */
+@Injectable()
+export class CampaignService {
+  private readonly logger = new Logger(CampaignService.name);
+
+  constructor(
+    @InjectBus() private readonly bus: Bus,
+    private readonly campaigns: CampaignRepository,
+    private readonly runs: RunRepository,
+  ) {}
+
+  /** Validates `input` (throws CampaignValidationError naming each bad field) and starts a first run. */
+  async submit(input: unknown, trigger: RunTrigger): Promise<StartedRun> {
+    const spec = parseCampaign(input);
+    const campaign = await this.campaigns.create({ name: spec.name, spec });
+    return this.startRun(campaign.id, spec, trigger, null);
+  }
+
+  async startRun(
+    campaignId: string,
+    spec: CampaignSpec,
+    trigger: RunTrigger,
+    parentRunId: string | null,
+  ): Promise<StartedRun> {
+    const run = await this.runs.create({ campaignId, trigger, parentRunId });
+    const count = spec.load.shards;
+    const commands: RunShardCommand[] = Array.from({ length: count }, (_, index) => ({
+      ...envelope(campaignId, run.id),
+      kind: 'start-shard',
+      shard: { index, count },
+      spec,
+      trigger,
+    }));
+    try {
+      await this.bus.publishMany(Topics.runShard, commands);
+    } catch (error) {
+      const reason = `could not hand the plan to the load-generators: ${(error as Error).message}`;
+      await this.runs.transition(run.id, 'failed', { reason });
+      throw error;
+    }
+    this.logger.log(`run ${run.id} of campaign ${campaignId} (${trigger}): ${count} shard(s) published`);
+    return { campaignId, runId: run.id };
+  }
+
+  /** Stops a run's load: every load-generator gets the abort (broadcast). */
+  async abort(runId: string, reason: string): Promise<boolean> {
+    const run = await this.runs.get(runId);
+    if (!run) return false;
+    const changed = await this.runs.transition(runId, 'aborted', { reason });
+    if (changed) {
+      await this.bus.publish(Topics.runControl, { ...envelope(run.campaignId, runId), kind: 'abort', reason });
+    }
+    return changed;
+  }
+}

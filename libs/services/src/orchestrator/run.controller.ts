@@ -1,0 +1,44 @@
+import { Controller, Get, HttpCode, NotFoundException, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { RunReportRepository, RunRepository } from '@fathom/storage';
+import type { RunStatus } from '@fathom/contracts';
+import { CampaignService } from './campaign.service';
+import { ApiTokenGuard } from './api-token.guard';
+
+@Controller('v1/runs')
+export class RunController {
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly reports: RunReportRepository,
+    private readonly campaigns: CampaignService,
+  ) {}
+
+  @Get()
+  list(@Query('campaignId') campaignId?: string, @Query('status') status?: RunStatus) {
+    return this.runs.list({ campaignId, status });
+  }
+
+  /** The run, its state and, once the analyzer reported, its summary. */
+  @Get(':id')
+  async get(@Param('id') id: string) {
+    const run = await this.runs.get(id);
+    if (!run) throw new NotFoundException(`no run ${id}`);
+    return run;
+  }
+
+  @Get(':id/report')
+  async report(@Param('id') id: string) {
+    const report = await this.reports.latest(id);
+    if (!report) throw new NotFoundException(`no report for run ${id} yet`);
+    return report;
+  }
+
+  @Post(':id/abort')
+  @HttpCode(202)
+  @UseGuards(ApiTokenGuard)
+  async abort(@Param('id') id: string) {
+    const run = await this.runs.get(id);
+    if (!run) throw new NotFoundException(`no run ${id}`);
+    const aborted = await this.campaigns.abort(id, 'aborted by request');
+    return { id, aborted, status: aborted ? 'aborted' : run.status };
+  }
+}

@@ -1,1 +1,3 @@
-export {};
+export * from './broker/kafka-broker.harness';
+export * from './broker/test-kafka.config';
+export * from './wait-for.util';

@@ -5,6 +5,7 @@
  *
  * usage: kafka-mock-broker [--brokers N] [--partitions P] topic...
  * Topics are created here because the mock refuses the admin API (CreateTopics).
+ * It also exits when its parent dies (a killed test runner must not leak brokers).
  */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -40,9 +41,10 @@ int main(int argc, char **argv) {
   }
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
+  pid_t parent = getppid();
   printf("BOOTSTRAP %s\n", rd_kafka_mock_cluster_bootstraps(mc));
   fflush(stdout);
-  while (!stop) usleep(100 * 1000);
+  while (!stop && getppid() == parent) usleep(100 * 1000);
   rd_kafka_mock_cluster_destroy(mc);
   rd_kafka_destroy(rk);
   return 0;

@@ -1,1 +1,13 @@
-export {};
+export * from './database/database';
+export * from './database/pglite.database';
+export * from './database/postgres.database';
+export * from './database/open-database';
+export * from './database/error-code.util';
+export * from './migrations/migrations';
+export * from './migrations/migrator';
+export * from './repositories/campaign.repository';
+export * from './repositories/run.repository';
+export * from './repositories/run-event.repository';
+export * from './repositories/run-report.repository';
+export * from './repositories/baseline.repository';
+export * from './repositories/repositories';

@@ -1,0 +1,74 @@
+/**
+ * The schema, as an ordered list of migrations. Each runs once, in order, in the same
+ * transaction as the others still pending, and is recorded in `schema_migrations`.
+ *
+ * WARNING: never edit or renumber a migration that has shipped; databases in the field have
+ * already applied it. Change the schema by appending a new one.
+ */
+export type Migration = {
+  /** 1, 2, 3, ... with no gaps: the order of application. */
+  readonly version: number;
+  readonly name: string;
+  /**
+   * One statement per entry: PGlite runs parameterised queries over the extended protocol,
+   * which takes a single statement at a time.
+   */
+  readonly statements: readonly string[];
+};
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'campaigns-runs-events-reports-baselines',
+    statements: [
+      `CREATE TABLE campaigns (
+         id          text PRIMARY KEY,
+         name        text NOT NULL,
+         spec        jsonb NOT NULL,
+         created_at  timestamptz NOT NULL DEFAULT now()
+       )`,
+      `CREATE INDEX campaigns_created_at_idx ON campaigns (created_at)`,
+      `CREATE TABLE runs (
+         id             text PRIMARY KEY,
+         campaign_id    text NOT NULL REFERENCES campaigns (id),
+         status         text NOT NULL
+                          CHECK (status IN ('pending', 'running', 'completed', 'failed', 'aborted')),
+         trigger        text NOT NULL,
+         parent_run_id  text REFERENCES runs (id),
+         reason         text,
+         created_at     timestamptz NOT NULL DEFAULT now(),
+         started_at     timestamptz,
+         ended_at       timestamptz,
+         summary        jsonb
+       )`,
+      `CREATE INDEX runs_campaign_id_idx ON runs (campaign_id, created_at)`,
+      `CREATE INDEX runs_status_idx ON runs (status, created_at)`,
+      // No foreign key to runs: events are stored as they arrive from the bus, and an event must
+      // never be lost because its run row is not (yet) in this store.
+      `CREATE TABLE run_events (
+         event_id     text PRIMARY KEY,
+         run_id       text NOT NULL,
+         topic        text NOT NULL,
+         kind         text NOT NULL,
+         occurred_at  timestamptz NOT NULL,
+         payload      jsonb NOT NULL
+       )`,
+      `CREATE INDEX run_events_run_id_idx ON run_events (run_id, occurred_at)`,
+      `CREATE TABLE run_reports (
+         run_id      text NOT NULL REFERENCES runs (id),
+         version     integer NOT NULL CHECK (version >= 1),
+         document    jsonb NOT NULL,
+         created_at  timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (run_id, version)
+       )`,
+      `CREATE TABLE baselines (
+         id           text PRIMARY KEY,
+         campaign_id  text NOT NULL REFERENCES campaigns (id),
+         name         text NOT NULL,
+         created_at   timestamptz NOT NULL DEFAULT now(),
+         data         jsonb NOT NULL
+       )`,
+      `CREATE INDEX baselines_campaign_id_idx ON baselines (campaign_id, created_at)`,
+    ],
+  },
+];

@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * Conversions between repository values and SQL. Both drivers return `timestamptz` as a Date and
+ * `jsonb` already parsed; pg returns `bigint`/`count(*)` as strings, so counts are cast to
+ * integer in SQL.
+ */
+
+/** A `timestamptz` column as epoch milliseconds. */
+export function epochMs(value: unknown): number {
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'string' || typeof value === 'number') {
+    const ms = new Date(value).getTime();
+    if (!Number.isNaN(ms)) return ms;
+  }
+  throw new TypeError(`expected a timestamp, got ${String(value)}`);
+}
+
+export function epochMsOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : epochMs(value);
+}
+
+/** Epoch milliseconds as a `$n::timestamptz` parameter (ISO keeps the milliseconds exactly). */
+export function timestampParam(ms: number): string {
+  if (!Number.isFinite(ms)) throw new RangeError(`timestamp must be finite epoch milliseconds, got ${ms}`);
+  return new Date(ms).toISOString();
+}
+
+/**
+ * A value as a `$n::jsonb` parameter. Serialised here because pg would turn a JS array into a
+ * PostgreSQL array literal rather than JSON.
+ */
+export function jsonParam(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json === undefined) throw new TypeError('value is not JSON-serialisable');
+  return json;
+}
+
+export function newId(): string {
+  return randomUUID();
+}
+
+/** `$from, $from+1, ...` for `count` parameters. */
+export function placeholders(from: number, count: number): string {
+  return Array.from({ length: count }, (_, index) => `$${from + index}`).join(', ');
+}

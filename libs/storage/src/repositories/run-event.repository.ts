@@ -1,0 +1,94 @@
+import type { JsonValue, Queryable, Row } from '../database/database';
+import { epochMs, jsonParam, timestampParam } from './row.util';
+
+/** One event of a run as stored: the bus event's id makes storing it idempotent. */
+export type RunEventRecord = {
+  eventId: string;
+  runId: string;
+  /** The bus topic it came from, e.g. `fathom.state.slo-tier.v1`. */
+  topic: string;
+  /** What happened, within the topic (e.g. `shard-finished`, `tier-changed`). */
+  kind: string;
+  /** Epoch milliseconds (the event's own timestamp, not when it was stored). */
+  occurredAt: number;
+  payload: JsonValue;
+};
+
+/** Parameters per row in the insert below. */
+const PARAMS_PER_ROW = 6;
+/**
+ * Rows per INSERT statement: PostgreSQL's wire protocol caps a statement at 65,535 parameters
+ * (16-bit count); 5,000 rows x 6 stays well under it.
+ */
+export const RUN_EVENT_ROWS_PER_STATEMENT = 5000;
+
+const COLUMNS = 'event_id, run_id, topic, kind, occurred_at, payload';
+
+export class RunEventRepository {
+  constructor(private readonly db: Queryable) {}
+
+  /**
+   * Stores events with one multi-row INSERT ... ON CONFLICT (event_id) DO NOTHING (one per
+   * 5,000 events), and returns how many were new: an event already stored, or repeated within
+   * `events`, is not counted twice. Batches larger than one statement are not atomic, but
+   * retrying the whole batch after a failure is safe and counts only what the first try missed.
+   */
+  async appendMany(events: readonly RunEventRecord[]): Promise<number> {
+    let inserted = 0;
+    for (let start = 0; start < events.length; start += RUN_EVENT_ROWS_PER_STATEMENT) {
+      const chunk = events.slice(start, start + RUN_EVENT_ROWS_PER_STATEMENT);
+      const params: unknown[] = [];
+      const values = chunk.map((event, index) => {
+        params.push(
+          event.eventId,
+          event.runId,
+          event.topic,
+          event.kind,
+          timestampParam(event.occurredAt),
+          jsonParam(event.payload),
+        );
+        const p = index * PARAMS_PER_ROW;
+        return `($${p + 1}, $${p + 2}, $${p + 3}, $${p + 4}, $${p + 5}::timestamptz, $${p + 6}::jsonb)`;
+      });
+      const rows = await this.db.query(
+        `INSERT INTO run_events (${COLUMNS}) VALUES ${values.join(', ')}
+         ON CONFLICT (event_id) DO NOTHING
+         RETURNING event_id`,
+        params,
+      );
+      inserted += rows.length;
+    }
+    return inserted;
+  }
+
+  /** The run's events, oldest first (ties broken by event id); `topic` narrows to one topic. */
+  async listByRun(runId: string, options: { topic?: string; limit?: number } = {}): Promise<RunEventRecord[]> {
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM run_events
+        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2)
+        ORDER BY occurred_at, event_id
+        LIMIT $3`,
+      [runId, options.topic ?? null, options.limit ?? null],
+    );
+    return rows.map(toRunEvent);
+  }
+
+  async countByRun(runId: string, options: { topic?: string } = {}): Promise<number> {
+    const [row] = await this.db.query<{ count: number }>(
+      `SELECT count(*)::integer AS count FROM run_events WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2)`,
+      [runId, options.topic ?? null],
+    );
+    return Number(row.count);
+  }
+}
+
+function toRunEvent(row: Row): RunEventRecord {
+  return {
+    eventId: String(row.event_id),
+    runId: String(row.run_id),
+    topic: String(row.topic),
+    kind: String(row.kind),
+    occurredAt: epochMs(row.occurred_at),
+    payload: row.payload as JsonValue,
+  };
+}

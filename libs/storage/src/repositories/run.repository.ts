@@ -1,0 +1,191 @@
+import {
+  RunStatusSchema,
+  RunSummarySchema,
+  RunTriggerSchema,
+  type RunStatus,
+  type RunSummary,
+  type RunTrigger,
+} from '@fathom/contracts';
+import type { Queryable, Row } from '../database/database';
+import { epochMs, epochMsOrNull, jsonParam, newId, placeholders, timestampParam } from './row.util';
+
+export type StoredRun = {
+  id: string;
+  campaignId: string;
+  status: RunStatus;
+  trigger: RunTrigger;
+  /** The run this one reruns, or null. */
+  parentRunId: string | null;
+  /** Why the run exists (reruns) or why it ended (failed, aborted); the latest one given. */
+  reason: string | null;
+  /** Epoch milliseconds, like every timestamp below. */
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+  summary: RunSummary | null;
+};
+
+export type NewRun = {
+  /** Default: a random UUID. */
+  id?: string;
+  campaignId: string;
+  trigger: RunTrigger;
+  parentRunId?: string | null;
+  reason?: string | null;
+  /** Epoch milliseconds; default: the database's clock. */
+  createdAt?: number;
+};
+
+export type RunListFilter = {
+  campaignId?: string;
+  /** One status or any of several. */
+  status?: RunStatus | readonly RunStatus[];
+  limit?: number;
+};
+
+/**
+ * The run lifecycle: pending -> running -> completed | failed | aborted, and a run that never
+ * started may still fail or be aborted. The three end states are final.
+ */
+export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
+  pending: ['running', 'failed', 'aborted'],
+  running: ['completed', 'failed', 'aborted'],
+  completed: [],
+  failed: [],
+  aborted: [],
+};
+
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'aborted'];
+
+export function canTransition(from: RunStatus, to: RunStatus): boolean {
+  return RUN_TRANSITIONS[from].includes(to);
+}
+
+export class RunNotFoundError extends Error {
+  constructor(readonly runId: string) {
+    super(`run ${runId} not found`);
+    this.name = 'RunNotFoundError';
+  }
+}
+
+const COLUMNS =
+  'id, campaign_id, status, trigger, parent_run_id, reason, created_at, started_at, ended_at, summary';
+
+export class RunRepository {
+  constructor(private readonly db: Queryable) {}
+
+  /** Stores a new run in `pending`. */
+  async create(run: NewRun): Promise<StoredRun> {
+    const [row] = await this.db.query(
+      `INSERT INTO runs (id, campaign_id, status, trigger, parent_run_id, reason, created_at)
+       VALUES ($1, $2, 'pending', $3, $4, $5, COALESCE($6::timestamptz, now()))
+       RETURNING ${COLUMNS}`,
+      [
+        run.id ?? newId(),
+        run.campaignId,
+        RunTriggerSchema.parse(run.trigger),
+        run.parentRunId ?? null,
+        run.reason ?? null,
+        run.createdAt === undefined ? null : timestampParam(run.createdAt),
+      ],
+    );
+    return toRun(row);
+  }
+
+  async get(id: string): Promise<StoredRun | null> {
+    const [row] = await this.db.query(`SELECT ${COLUMNS} FROM runs WHERE id = $1`, [id]);
+    return row === undefined ? null : toRun(row);
+  }
+
+  /** Newest first. */
+  async list(filter: RunListFilter = {}): Promise<StoredRun[]> {
+    const conditions: string[] = [];
+    const params: unknown[] = [];
+    if (filter.campaignId !== undefined) {
+      params.push(filter.campaignId);
+      conditions.push(`campaign_id = $${params.length}`);
+    }
+    if (filter.status !== undefined) {
+      const statuses: readonly RunStatus[] = typeof filter.status === 'string' ? [filter.status] : filter.status;
+      if (statuses.length === 0) return [];
+      conditions.push(`status IN (${placeholders(params.length + 1, statuses.length)})`);
+      params.push(...statuses);
+    }
+    params.push(filter.limit ?? null);
+    const where = conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM runs ${where} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map(toRun);
+  }
+
+  /**
+   * Moves run `id` to `to` when the lifecycle allows it from the status it has now; returns
+   * whether it changed. A refused move (illegal, or already there: a redelivered command) changes
+   * nothing and returns false. One conditional UPDATE, so two callers racing cannot both win.
+   * `at` (epoch ms, default now) becomes `startedAt` on entering running and `endedAt` on
+   * entering an end state; `reason`, when given, replaces the stored one.
+   * @throws RunNotFoundError when no run has this id.
+   */
+  async transition(id: string, to: RunStatus, options: { reason?: string; at?: number } = {}): Promise<boolean> {
+    const target = RunStatusSchema.parse(to);
+    const from = (Object.keys(RUN_TRANSITIONS) as RunStatus[]).filter((status) => canTransition(status, target));
+    if (from.length > 0) {
+      const at = timestampParam(options.at ?? Date.now());
+      const changed = await this.db.query(
+        `UPDATE runs
+            SET status = $2,
+                reason = COALESCE($3, reason),
+                started_at = COALESCE($4::timestamptz, started_at),
+                ended_at = COALESCE($5::timestamptz, ended_at)
+          WHERE id = $1 AND status IN (${placeholders(6, from.length)})
+          RETURNING id`,
+        [
+          id,
+          target,
+          options.reason ?? null,
+          target === 'running' ? at : null,
+          TERMINAL_RUN_STATUSES.includes(target) ? at : null,
+          ...from,
+        ],
+      );
+      if (changed.length > 0) return true;
+    }
+    await this.requireExists(id);
+    return false;
+  }
+
+  /**
+   * Stores (or replaces) the run's summary, validated against the contract.
+   * @throws RunNotFoundError when no run has this id.
+   */
+  async saveSummary(id: string, summary: RunSummary): Promise<void> {
+    const valid = RunSummarySchema.parse(summary);
+    const updated = await this.db.query('UPDATE runs SET summary = $2::jsonb WHERE id = $1 RETURNING id', [
+      id,
+      jsonParam(valid),
+    ]);
+    if (updated.length === 0) throw new RunNotFoundError(id);
+  }
+
+  private async requireExists(id: string): Promise<void> {
+    const rows = await this.db.query('SELECT 1 FROM runs WHERE id = $1', [id]);
+    if (rows.length === 0) throw new RunNotFoundError(id);
+  }
+}
+
+function toRun(row: Row): StoredRun {
+  return {
+    id: String(row.id),
+    campaignId: String(row.campaign_id),
+    status: RunStatusSchema.parse(row.status),
+    trigger: RunTriggerSchema.parse(row.trigger),
+    parentRunId: row.parent_run_id === null ? null : String(row.parent_run_id),
+    reason: row.reason === null ? null : String(row.reason),
+    createdAt: epochMs(row.created_at),
+    startedAt: epochMsOrNull(row.started_at),
+    endedAt: epochMsOrNull(row.ended_at),
+    summary: row.summary === null ? null : RunSummarySchema.parse(row.summary),
+  };
+}

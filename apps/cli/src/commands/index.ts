@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { registerUpCommand } from './up.command';
+import { registerRunCommand } from './run.command';
 import { registerProbeCommand } from './probe.command';
 
 /**
@@ -6,5 +8,7 @@ import { registerProbeCommand } from './probe.command';
  * `register<Name>Command(program)`).
  */
 export function registerCommands(program: Command): void {
+  registerUpCommand(program);
+  registerRunCommand(program);
   registerProbeCommand(program);
 }

@@ -1,0 +1,9 @@
+import 'reflect-metadata';
+import { runServiceFromEnv } from '@fathom/services';
+
+// The analyzer service alone, over Kafka (FATHOM_BUS=kafka, KAFKA_BROKERS) and PostgreSQL
+// (DATABASE_URL) where it needs one. `fathom up` runs all five in one process instead.
+runServiceFromEnv('analyzer').catch((error: unknown) => {
+  process.stderr.write(`analyzer: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

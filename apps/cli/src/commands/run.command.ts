@@ -1,0 +1,92 @@
+import type { Command } from 'commander';
+import { request } from 'undici';
+import { CampaignValidationError, startEmbedded, waitForRun } from '@fathom/services';
+import { CliExit } from '../cli-exit';
+import { formatRunSummary, type PrintableRun } from '../format/run-summary.format';
+import { readCampaignFile } from './campaign-file';
+
+interface RunOptions {
+  api?: string;
+  token?: string;
+  json?: boolean;
+  dataDir?: string;
+  timeoutMs: string;
+  verbose?: boolean;
+}
+
+/**
+ * `fathom run FILE`: one campaign from a YAML file, its summary printed. Exit codes: 0 every
+ * SLO held; 1 an SLO failed; 2 the campaign is invalid or the run failed or was aborted.
+ */
+export function registerRunCommand(program: Command): void {
+  program
+    .command('run')
+    .description('run one campaign from a YAML file and print its summary')
+    .argument('<file>', 'campaign file (YAML or JSON)')
+    .option('--api <url>', 'send it to a running orchestrator instead of running embedded')
+    .option('--token <token>', 'bearer token for --api (default: $FATHOM_API_TOKEN)')
+    .option('--json', 'print the run (with its summary) as JSON')
+    .option('--data-dir <dir>', 'keep the embedded database here (default: in memory)')
+    .option('--timeout-ms <ms>', 'give up waiting after this long beyond the campaign duration', '120000')
+    .option('--verbose', 'show the services\' logs')
+    .action(async (file: string, options: RunOptions) => {
+      const input = await readCampaignFile(file);
+      const run = options.api ? await runRemote(input, options) : await runEmbedded(input, options);
+      const name = (input as { name?: string }).name;
+      process.stdout.write(`${options.json ? JSON.stringify(run, null, 2) : formatRunSummary(run, name)}\n`);
+      process.exitCode = exitCodeOf(run);
+    });
+}
+
+export function exitCodeOf(run: PrintableRun): number {
+  if (run.status !== 'completed') return 2;
+  return run.summary?.slo.passed ? 0 : 1;
+}
+
+function durationOf(input: unknown): number {
+  const ms = (input as { load?: { durationMs?: unknown } }).load?.durationMs;
+  return typeof ms === 'number' ? ms : 0;
+}
+
+function invalid(issues: Array<{ field: string; message: string }>): CliExit {
+  return new CliExit(2, `invalid campaign:\n${issues.map((i) => `  ${i.field}: ${i.message}`).join('\n')}`);
+}
+
+async function runEmbedded(input: unknown, options: RunOptions): Promise<PrintableRun> {
+  const fathom = await startEmbedded({
+    dataDir: options.dataDir ?? null,
+    logLevels: options.verbose ? ['error', 'warn', 'log'] : ['error'],
+  });
+  try {
+    const { runId } = await fathom.campaigns.submit(input, 'cli').catch((error: unknown) => {
+      throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
+    });
+    return await waitForRun(fathom.runs, runId, { timeoutMs: durationOf(input) + Number(options.timeoutMs) });
+  } finally {
+    await fathom.close();
+  }
+}
+
+async function runRemote(input: unknown, options: RunOptions): Promise<PrintableRun> {
+  const base = options.api!.replace(/\/+$/, '');
+  const token = options.token ?? process.env.FATHOM_API_TOKEN;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const created = await request(`${base}/v1/campaigns`, { method: 'POST', headers, body: JSON.stringify(input) });
+  const body = (await created.body.json()) as { runId?: string; issues?: Array<{ field: string; message: string }>; message?: string };
+  if (created.statusCode === 400 && body.issues) throw invalid(body.issues);
+  if (created.statusCode !== 201 || !body.runId) {
+    throw new CliExit(2, `orchestrator answered ${created.statusCode}: ${body.message ?? JSON.stringify(body)}`);
+  }
+  const runs = {
+    get: async (id: string) => {
+      const res = await request(`${base}/v1/runs/${id}`);
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        return null;
+      }
+      return (await res.body.json()) as PrintableRun;
+    },
+  };
+  return waitForRun(runs, body.runId, { timeoutMs: durationOf(input) + Number(options.timeoutMs) });
+}

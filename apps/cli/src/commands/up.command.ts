@@ -1,0 +1,104 @@
+import type { Command } from 'commander';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/services';
+import { startSimTarget, type SimTarget } from '@fathom/sim';
+import type { CampaignSpecInput } from '@fathom/contracts';
+import { formatRunSummary } from '../format/run-summary.format';
+
+interface UpOptions {
+  host: string;
+  port: string;
+  dataDir?: string;
+  memory?: boolean;
+  sim?: boolean;
+  simPort: string;
+  demo?: boolean;
+  verbose?: boolean;
+}
+
+/**
+ * `fathom up`: all five services in this process on the in-memory bus and embedded PostgreSQL.
+ * `--demo` also starts the simulated target, runs one campaign against it, prints the summary
+ * and exits (what `npm start` does).
+ */
+export function registerUpCommand(program: Command): void {
+  program
+    .command('up')
+    .description('start all five services in one process (in-memory bus, embedded PostgreSQL)')
+    .option('--host <host>', 'address of the REST API', '127.0.0.1')
+    .option('--port <port>', 'port of the REST API', '7070')
+    .option('--data-dir <dir>', 'embedded database directory (default: $FATHOM_DATA_DIR or ~/.fathom/db)')
+    .option('--memory', 'keep the database in memory')
+    .option('--sim', 'also start the simulated OpenAI-compatible target')
+    .option('--sim-port <port>', 'port of the simulated target', '8000')
+    .option('--demo', 'run a demo campaign against the simulated target, print its summary and exit')
+    .option('--verbose', "show the services' logs")
+    .action(async (options: UpOptions) => {
+      if (options.demo) {
+        await demo(options);
+        return;
+      }
+      const dataDir = options.memory ? null : (options.dataDir ?? process.env.FATHOM_DATA_DIR ?? join(homedir(), '.fathom', 'db'));
+      const fathom = await startEmbedded({ dataDir, host: options.host, port: Number(options.port) });
+      const sim = options.sim ? await startSimTarget({ port: Number(options.simPort), host: options.host }) : null;
+      process.stdout.write(
+        `fathom up: API on ${fathom.url} (POST /v1/campaigns, GET /v1/runs/:id, /health, /metrics); database ${dataDir ?? 'in memory'}\n`,
+      );
+      if (sim) process.stdout.write(`simulated target on ${sim.url} (OpenAI API at ${sim.url}/v1)\n`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await sim?.close();
+      await fathom.close();
+    });
+}
+
+/** The demo campaign: past the simulated target's knee, so the tiers have something to say. */
+export function demoCampaign(sim: Pick<SimTarget, 'url'>): CampaignSpecInput {
+  return {
+    name: 'demo: chat against the simulated target',
+    target: { baseUrl: `${sim.url}/v1`, metricsUrls: [`${sim.url}/metrics`, `${sim.url}/dcgm/metrics`] },
+    scenario: {
+      type: 'chat',
+      prompts: [
+        'Summarise the causes of the 1929 stock market crash in three sentences.',
+        'Explain how a KV cache speeds up transformer decoding.',
+        'Write a haiku about load testing.',
+        'List three differences between TCP and UDP.',
+      ],
+      maxTokens: 48,
+      logprobs: true,
+      topLogprobs: 5,
+    },
+    load: { concurrency: 48, durationMs: 8000 },
+    slo: { p99Ms: 2500, maxErrorRate: 0.01 },
+    reruns: { maxReruns: 0, cooldownMs: 0 },
+  };
+}
+
+async function demo(options: UpOptions): Promise<void> {
+  const started = Date.now();
+  let fathom: EmbeddedFathom | null = null;
+  let sim: SimTarget | null = null;
+  try {
+    process.stdout.write('Fathom demo: starting the five services (in-memory bus, embedded PostgreSQL) and a simulated LLM server\n');
+    [fathom, sim] = await Promise.all([
+      startEmbedded({ dataDir: null, host: options.host, port: 0, logLevels: options.verbose ? undefined : ['error'] }),
+      startSimTarget({ port: 0, host: options.host }),
+    ]);
+    const spec = demoCampaign(sim);
+    process.stdout.write(
+      `Running "${spec.name}": ${spec.load.concurrency} concurrent streams for ${spec.load.durationMs / 1000} s against ${sim.url}/v1\n`,
+    );
+    const { runId } = await fathom.campaigns.submit(spec, 'demo');
+    const run = await waitForRun(fathom.runs, runId, { timeoutMs: spec.load.durationMs + 90_000 });
+    process.stdout.write(`\n${formatRunSummary(run, spec.name)}\n\n`);
+    process.stdout.write(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Next: \`npx fathom up --sim\` and POST a campaign to http://127.0.0.1:7070/v1/campaigns, or \`npx fathom run examples/chat-smoke.yaml\`.\n`);
+    if (run.status !== 'completed') process.exitCode = 2;
+  } finally {
+    await sim?.close();
+    await fathom?.close();
+  }
+}

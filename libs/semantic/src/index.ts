@@ -1,1 +1,2 @@
 export * from './stream';
+export * from './confidence';

@@ -1,0 +1,2 @@
+export * from './token-entropy.util';
+export * from './hallucination-risk.detector';

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { databaseConfigFromEnv } from '@fathom/storage';
 import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/services';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import type { CampaignSpecInput } from '@fathom/contracts';
@@ -28,7 +27,7 @@ export function registerUpCommand(program: Command): void {
     .description('start all five services in one process (in-memory bus, embedded PostgreSQL)')
     .option('--host <host>', 'address of the REST API', '127.0.0.1')
     .option('--port <port>', 'port of the REST API', '7070')
-    .option('--data-dir <dir>', 'embedded database directory (default: $FATHOM_DATA_DIR or ~/.fathom/db)')
+    .option('--data-dir <dir>', 'embedded database directory (default: $FATHOM_DATA_DIR/db, else ~/.fathom/db)')
     .option('--memory', 'keep the database in memory')
     .option('--sim', 'also start the simulated OpenAI-compatible target')
     .option('--sim-port <port>', 'port of the simulated target', '8000')
@@ -39,7 +38,11 @@ export function registerUpCommand(program: Command): void {
         await demo(options);
         return;
       }
-      const dataDir = options.memory ? null : (options.dataDir ?? process.env.FATHOM_DATA_DIR ?? join(homedir(), '.fathom', 'db'));
+      const fromEnv = databaseConfigFromEnv(process.env);
+      if (fromEnv.kind === 'postgres') {
+        process.stderr.write('fathom up: DATABASE_URL is ignored; the embedded mode uses PGlite (run the services separately for PostgreSQL)\n');
+      }
+      const dataDir = options.memory ? null : (options.dataDir ?? (fromEnv.kind === 'pglite' ? fromEnv.dataDir : null));
       const fathom = await startEmbedded({ dataDir, host: options.host, port: Number(options.port) });
       const sim = options.sim ? await startSimTarget({ port: Number(options.simPort), host: options.host }) : null;
       process.stdout.write(
@@ -84,16 +87,18 @@ async function demo(options: UpOptions): Promise<void> {
   let sim: SimTarget | null = null;
   try {
     process.stdout.write('Fathom demo: starting the five services (in-memory bus, embedded PostgreSQL) and a simulated LLM server\n');
-    [fathom, sim] = await Promise.all([
+    const [embedded, target] = await Promise.all([
       startEmbedded({ dataDir: null, host: options.host, port: 0, logLevels: options.verbose ? undefined : ['error'] }),
       startSimTarget({ port: 0, host: options.host }),
     ]);
-    const spec = demoCampaign(sim);
+    fathom = embedded;
+    sim = target;
+    const spec = demoCampaign(target);
     process.stdout.write(
-      `Running "${spec.name}": ${spec.load.concurrency} concurrent streams for ${spec.load.durationMs / 1000} s against ${sim.url}/v1\n`,
+      `Running "${spec.name}": ${spec.load.concurrency} concurrent streams for ${spec.load.durationMs / 1000} s against ${target.url}/v1\n`,
     );
-    const { runId } = await fathom.campaigns.submit(spec, 'demo');
-    const run = await waitForRun(fathom.runs, runId, { timeoutMs: spec.load.durationMs + 90_000 });
+    const { runId } = await embedded.campaigns.submit(spec, 'demo');
+    const run = await waitForRun(embedded.runs, runId, { timeoutMs: spec.load.durationMs + 90_000 });
     process.stdout.write(`\n${formatRunSummary(run, spec.name)}\n\n`);
     process.stdout.write(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Next: \`npx fathom up --sim\` and POST a campaign to http://127.0.0.1:7070/v1/campaigns, or \`npx fathom run examples/chat-smoke.yaml\`.\n`);
     if (run.status !== 'completed') process.exitCode = 2;

@@ -5,7 +5,7 @@ import { migrate } from './migrations/migrator';
 import { MIGRATIONS } from './migrations/migrations';
 import { createRepositories, type StorageRepositories } from './repositories/repositories';
 import { RunNotFoundError } from './repositories/run.repository';
-import type { RunEventRecord } from './repositories/run-event.repository';
+import { RUN_EVENT_ROWS_PER_STATEMENT, type RunEventRecord } from './repositories/run-event.repository';
 
 /**
  * The one repository suite, run against every backend (PGlite in `storage.pglite.spec.ts`,
@@ -341,11 +341,12 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
 
       it('stores a batch larger than one statement holds, and only once', async () => {
         const runId = uid('run');
-        const events = Array.from({ length: 12_001 }, (_, n) => event(runId, n, { payload: { n } }));
+        const total = RUN_EVENT_ROWS_PER_STATEMENT + 1;
+        const events = Array.from({ length: total }, (_, n) => event(runId, n, { payload: { n } }));
 
-        expect(await sut.runEvents.appendMany(events)).toBe(12_001);
+        expect(await sut.runEvents.appendMany(events)).toBe(total);
         expect(await sut.runEvents.appendMany(events)).toBe(0);
-        expect(await sut.runEvents.countByRun(runId)).toBe(12_001);
+        expect(await sut.runEvents.countByRun(runId)).toBe(total);
       });
     });
 

@@ -1,0 +1,49 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRepositories } from '../repositories/repositories';
+import { campaignSpec } from '../storage.contract';
+import { openDatabase } from './open-database';
+import { PgliteDatabase } from './pglite.database';
+
+describe(PgliteDatabase.name, () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'fathom-pglite-'));
+  });
+
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('keeps what was written in its data directory across a close and reopen', async () => {
+    // A directory that does not exist yet: opening creates it.
+    const dataDir = join(root, 'nested', 'db');
+    const first = await openDatabase({ kind: 'pglite', dataDir });
+    const writer = createRepositories(first);
+    const campaign = await writer.campaigns.create({ spec: campaignSpec({ name: 'persisted' }) });
+    const run = await writer.runs.create({ campaignId: campaign.id, trigger: 'cli' });
+    await writer.runs.transition(run.id, 'running', { at: 1_700_000_000_000 });
+    await writer.runEvents.appendMany([
+      { eventId: 'e1', runId: run.id, topic: 't.v1', kind: 'k', occurredAt: 1_700_000_000_001, payload: { n: 1 } },
+    ]);
+    await first.close();
+
+    const reopened = await openDatabase({ kind: 'pglite', dataDir });
+    try {
+      const reader = createRepositories(reopened);
+      expect(reopened.kind).toBe('pglite');
+      expect(await reader.campaigns.get(campaign.id)).toEqual(campaign);
+      expect(await reader.runs.get(run.id)).toMatchObject({ status: 'running', startedAt: 1_700_000_000_000 });
+      expect(await reader.runEvents.countByRun(run.id)).toBe(1);
+      // Reopening found the schema current instead of migrating it again.
+      const [{ migrations }] = await reopened.query<{ migrations: number }>(
+        'SELECT count(*)::integer AS migrations FROM schema_migrations',
+      );
+      expect(migrations).toBe(1);
+    } finally {
+      await reopened.close();
+    }
+  });
+});

@@ -1,2 +1,3 @@
 export * from './stream';
 export * from './confidence';
+export * from './prompt';

@@ -1,0 +1,2 @@
+export * from './prompt-depth.util';
+export * from './prompt-explosion.detector';

@@ -54,7 +54,7 @@ export class PostgresDatabase implements Database {
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client: PoolClient = await this.pool.connect();
-    let broken: unknown;
+    let broken = false;
     try {
       await client.query('BEGIN');
       const result = await fn({
@@ -66,13 +66,13 @@ export class PostgresDatabase implements Database {
     } catch (error) {
       try {
         await client.query('ROLLBACK');
-      } catch (rollbackError) {
+      } catch {
         // The connection is unusable: destroy it rather than return it to the pool.
-        broken = rollbackError;
+        broken = true;
       }
       throw error;
     } finally {
-      client.release(broken instanceof Error ? broken : undefined);
+      client.release(broken);
     }
   }
 

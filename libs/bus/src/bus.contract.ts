@@ -109,13 +109,14 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
       });
     }
 
-    /** Subscribes a collector of the dead letters written by `group`. */
-    async function collectDeadLetters(group: string): Promise<Inbox<DeadLetter>> {
-      const inbox = new Inbox<DeadLetter>();
-      await sut.bus.subscribe(Topics.deadLetter, { group: sut.group('dlq-watch'), fromBeginning: true }, (letter) => {
-        if (letter.consumerGroup === group) inbox.push(letter);
+    /**
+     * Subscribes a collector of the dead letters `group` wrote for messages keyed `key`. (A group
+     * reading from the beginning also dead-letters the malformed messages of earlier tests.)
+     */
+    async function collectDeadLetters(group: string, key: string, into: Inbox<DeadLetter>): Promise<Subscription> {
+      return sut.bus.subscribe(Topics.deadLetter, { group: sut.group('dlq-watch'), fromBeginning: true }, (letter) => {
+        if (letter.consumerGroup === group && letter.key === key) into.push(letter);
       });
-      return inbox;
     }
 
     it('keeps the events of one key in order', async () => {
@@ -151,8 +152,10 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
       const member = (name: 'a' | 'b') => (event: RunLifecycle) => {
         if (ours(event)) deliveries.push({ member: name, id: event.id });
       };
-      await sut.bus.subscribe(Topics.runLifecycle, { group, fromBeginning: true }, member('a'));
-      await sut.member().subscribe(Topics.runLifecycle, { group, fromBeginning: true }, member('b'));
+      await Promise.all([
+        sut.bus.subscribe(Topics.runLifecycle, { group, fromBeginning: true }, member('a')),
+        sut.member().subscribe(Topics.runLifecycle, { group, fromBeginning: true }, member('b')),
+      ]);
       const events = Array.from({ length: 60 }, (_, i) => lifecycleEvent(campaignId, `run-${randomUUID()}`, i));
       await sut.bus.publishMany(Topics.runLifecycle, events);
       await deliveries.until((items) => items.length >= 60, '60 events over both members');
@@ -165,9 +168,9 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
     it('dead-letters a message that is not JSON, with its reason, and consumes the next', async () => {
       const group = sut.group('invalid-json');
       const inbox = new Inbox<RunLifecycle>();
-      const deadLetters = await collectDeadLetters(group);
-      await collect(group, inbox);
+      const deadLetters = new Inbox<DeadLetter>();
       const runId = `run-${randomUUID()}`;
+      await Promise.all([collectDeadLetters(group, runId, deadLetters), collect(group, inbox)]);
       await sut.bus.publishRaw(Topics.runLifecycle.name, '{"id": not json', runId);
       await sut.bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, runId, 1));
       await inbox.until((items) => items.length === 1, 'the valid event after the malformed one');
@@ -188,9 +191,9 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
     it('dead-letters a message that fails its schema, naming the field, and consumes the next', async () => {
       const group = sut.group('schema-mismatch');
       const inbox = new Inbox<RunLifecycle>();
-      const deadLetters = await collectDeadLetters(group);
-      await collect(group, inbox);
+      const deadLetters = new Inbox<DeadLetter>();
       const runId = `run-${randomUUID()}`;
+      await Promise.all([collectDeadLetters(group, runId, deadLetters), collect(group, inbox)]);
       const bad = { ...lifecycleEvent(campaignId, runId, 0), phase: 'shard-exploded' };
       await sut.bus.publishRaw(Topics.runLifecycle.name, JSON.stringify(bad), runId);
       await sut.bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, runId, 1));
@@ -205,19 +208,22 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
 
     it('dead-letters an event whose handler fails maxAttempts times, then handles the next', async () => {
       const group = sut.group('handler-fails');
-      const deadLetters = await collectDeadLetters(group);
+      const deadLetters = new Inbox<DeadLetter>();
       const runId = `run-${randomUUID()}`;
       const poison = lifecycleEvent(campaignId, runId, 0);
       const attempts: number[] = [];
       const handled = new Inbox<RunLifecycle>();
-      await sut.bus.subscribe(Topics.runLifecycle, { group, fromBeginning: true, maxAttempts: 2 }, (event, context) => {
-        if (!ours(event)) return;
-        if (event.id === poison.id) {
-          attempts.push(context.attempt);
-          throw new Error('analyzer cannot take this event');
-        }
-        handled.push(event);
-      });
+      await Promise.all([
+        collectDeadLetters(group, runId, deadLetters),
+        sut.bus.subscribe(Topics.runLifecycle, { group, fromBeginning: true, maxAttempts: 2 }, (event, context) => {
+          if (!ours(event)) return;
+          if (event.id === poison.id) {
+            attempts.push(context.attempt);
+            throw new Error('analyzer cannot take this event');
+          }
+          handled.push(event);
+        }),
+      ]);
       await sut.bus.publish(Topics.runLifecycle, poison);
       await sut.bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, runId, 1));
       await handled.until((items) => items.length === 1, 'the event after the poison one');

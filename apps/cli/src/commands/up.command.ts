@@ -65,6 +65,7 @@ export function demoCampaign(sim: Pick<SimTarget, 'url'>): CampaignSpecInput {
     target: { baseUrl: `${sim.url}/v1`, metricsUrls: [`${sim.url}/metrics`, `${sim.url}/dcgm/metrics`] },
     scenario: {
       type: 'chat',
+      model: 'fathom-sim-8b',
       prompts: [
         'Summarise the causes of the 1929 stock market crash in three sentences.',
         'Explain how a KV cache speeds up transformer decoding.',
@@ -76,7 +77,7 @@ export function demoCampaign(sim: Pick<SimTarget, 'url'>): CampaignSpecInput {
       topLogprobs: 5,
     },
     load: { concurrency: 48, durationMs: 8000 },
-    slo: { p99Ms: 2500, maxErrorRate: 0.01 },
+    slo: { p99Ms: 4000, maxErrorRate: 0.01 },
     reruns: { maxReruns: 0, cooldownMs: 0 },
   };
 }

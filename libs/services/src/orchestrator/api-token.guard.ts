@@ -1,4 +1,4 @@
-import { Injectable, UnauthorizedException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Inject, Injectable, UnauthorizedException, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { timingSafeEqual } from 'node:crypto';
 
 export const API_TOKEN = Symbol('API_TOKEN');
@@ -9,7 +9,7 @@ export const API_TOKEN = Symbol('API_TOKEN');
  */
 @Injectable()
 export class ApiTokenGuard implements CanActivate {
-  constructor(private readonly token: string | null) {}
+  constructor(@Inject(API_TOKEN) private readonly token: string | null) {}
 
   canActivate(context: ExecutionContext): boolean {
     if (!this.token) return true;

@@ -3,7 +3,7 @@ import { CampaignController } from './campaign.controller';
 import { RunController } from './run.controller';
 import { CampaignService } from './campaign.service';
 import { RunLifecycleService } from './run-lifecycle.service';
-import { ApiTokenGuard } from './api-token.guard';
+import { API_TOKEN, ApiTokenGuard } from './api-token.guard';
 
 /** REST API for campaigns and runs; the run lifecycle and reruns. */
 @Module({
@@ -11,7 +11,8 @@ import { ApiTokenGuard } from './api-token.guard';
   providers: [
     CampaignService,
     RunLifecycleService,
-    { provide: ApiTokenGuard, useFactory: () => new ApiTokenGuard(process.env.FATHOM_API_TOKEN ?? null) },
+    ApiTokenGuard,
+    { provide: API_TOKEN, useFactory: () => process.env.FATHOM_API_TOKEN ?? null },
   ],
   exports: [CampaignService],
 })

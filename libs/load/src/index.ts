@@ -1,1 +1,16 @@
-export {};
+export * from './engine/run-shard';
+export * from './measure/window.snapshot';
+export { decodeHistogram, encodeHistogram, quantilesFromHistogram, type Quantiles } from './measure/latency-histogram.util';
+export * from './measure/window.recorder';
+export * from './adaptive/aimd.controller';
+export * from './adaptive/gpu-memory.gauge';
+export * from './profile/arrival.schedule';
+export * from './profile/replay.loader';
+export * from './dataset/prompt.source';
+export * from './dataset/prompt-item';
+export * from './dataset/dataset-parse.error';
+export * from './perturb/prompt.perturbation';
+export * from './perturb/protected-spans.util';
+export * from './driver/request-outcome';
+export * from './driver/step-assertion.evaluator';
+export { classifyError } from './driver/error-class.util';

@@ -1,0 +1,9 @@
+/** One request's input, ready to send. `inputTokensClient` is gpt-tokenizer's count of the text sent. */
+export interface PromptItem {
+  messages: { role: 'system' | 'user' | 'assistant'; content: string }[];
+  /** The same input flattened (completions and embeddings send this). */
+  text: string;
+  inputTokensClient: number;
+  /** Output length asked for; the scenario's maxTokens when absent. */
+  maxTokens?: number;
+}

@@ -1,0 +1,44 @@
+import type { ErrorClass } from '@fathom/contracts';
+import { StreamParseError } from '@fathom/semantic';
+import { RequestTimeout, RunAborted } from './request-outcome';
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'EPIPE',
+]);
+
+/**
+ * Maps a failure to the contract's error class. `signal.reason` tells our own timeout from a run
+ * abort; a broken connection after the response headers arrived is a truncated stream, before
+ * them a connect error.
+ */
+export function classifyError(error: unknown, signal: AbortSignal, headersReceived: boolean): ErrorClass {
+  if (signal.aborted) {
+    if (signal.reason instanceof RequestTimeout) return 'timeout';
+    if (signal.reason instanceof RunAborted) return 'aborted';
+    return 'aborted';
+  }
+  if (error instanceof StreamParseError) return error.kind === 'api-error' ? 'other' : 'malformed-sse';
+  const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
+  if (code !== undefined && CONNECT_CODES.has(code)) return headersReceived ? 'stream-truncated' : 'connect';
+  if (code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return 'aborted';
+  return 'other';
+}
+
+export function httpErrorClass(status: number): ErrorClass | null {
+  if (status >= 500) return 'http-5xx';
+  if (status >= 400) return 'http-4xx';
+  return null;
+}
+
+export function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,143 @@
+import { Pool } from 'undici';
+import type { ErrorClass, HttpScenario } from '@fathom/contracts';
+import { classifyError, errorText, httpErrorClass } from './error-class.util';
+import { readBodyText } from './http-body.util';
+import type { DriverOptions, HttpTarget } from './openai-chat.driver';
+import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
+import { compileAssertion, type CompiledAssertion } from './step-assertion.evaluator';
+import { targetPath } from './target-url.util';
+
+/** Step bodies are kept up to this size for assertions. */
+const STEP_BODY_CAP = 1024 * 1024;
+
+interface PlannedStep {
+  name: string;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+  dependsOn: string[];
+  assertions: CompiledAssertion[];
+  /** True when a status assertion decides what a good status is (an expected 404, say). */
+  statusAsserted: boolean;
+}
+
+interface StepResult {
+  ok: boolean;
+  status: number;
+  errorClass: ErrorClass | null;
+  message?: string;
+}
+
+/**
+ * Plain HTTP steps composed into a DAG (spec: semantic orchestrator). One iteration runs every step
+ * once; a step starts when all it depends on have passed, steps without a dependency between them
+ * run concurrently, and a step whose dependency failed is skipped. Each named assertion is tallied
+ * as `step.assertion`. The iteration fails with the first failing step's class: its transport
+ * error, its HTTP status class (unless a status assertion expects it), else `other` naming the
+ * failed assertion.
+ */
+export class HttpDagDriver implements RequestDriver {
+  private readonly pool: Pool;
+  private readonly steps: PlannedStep[];
+
+  constructor(scenario: HttpScenario, target: HttpTarget, options: DriverOptions) {
+    const { origin } = targetPath(target.baseUrl, '');
+    this.pool = new Pool(origin, { connections: options.connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
+    const auth: Record<string, string> = target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {};
+    this.steps = scenario.steps.map((step) => ({
+      name: step.name,
+      method: step.method,
+      path: targetPath(target.baseUrl, step.path).path,
+      headers: { ...auth, ...(step.body === undefined ? {} : { 'content-type': 'application/json' }), ...step.headers },
+      body: step.body === undefined ? undefined : JSON.stringify(step.body),
+      dependsOn: step.dependsOn,
+      assertions: step.assertions.map(compileAssertion),
+      statusAsserted: step.assertions.some((a) => a.kind === 'status'),
+    }));
+  }
+
+  async execute(request: DriverRequest): Promise<DriverOutcome> {
+    const base = {
+      ttftMs: null,
+      chunkOffsetsMs: [],
+      inputTokensClient: 0,
+      outputTokensClient: 0,
+      usage: null,
+      finishReason: null,
+    };
+    if (!this.steps.every((step) => request.gate(step.path)))
+      return { ...base, status: 0, e2eMs: 0, errorClass: null, content: '', gated: true };
+    const assertions: Record<string, boolean> = {};
+    const results = new Map<string, Promise<StepResult | null>>();
+    const runStep = (step: PlannedStep): Promise<StepResult | null> => {
+      let pending = results.get(step.name);
+      if (!pending) {
+        pending = Promise.all(step.dependsOn.map((d) => runStep(this.steps.find((s) => s.name === d)!))).then((deps) =>
+          deps.every((d) => d?.ok) ? this.send(step, request, assertions) : null,
+        );
+        results.set(step.name, pending);
+      }
+      return pending;
+    };
+    const outcomes = await Promise.all(this.steps.map(runStep));
+    const e2eMs = performance.now() - request.startMono;
+    const failedIndex = outcomes.findIndex((o) => o !== null && !o.ok);
+    const failed = failedIndex === -1 ? null : outcomes[failedIndex]!;
+    const ran = outcomes.filter((o) => o !== null).length;
+    const lastStatus = [...outcomes].reverse().find((o) => o !== null)?.status ?? 0;
+    return {
+      ...base,
+      status: failed?.status ?? lastStatus,
+      e2eMs,
+      errorClass: failed?.errorClass ?? null,
+      ...(failed ? { errorMessage: `step ${this.steps[failedIndex].name}: ${failed.message}` } : {}),
+      content: `${ran}/${this.steps.length} steps ran`,
+      assertions,
+    };
+  }
+
+  private async send(step: PlannedStep, request: DriverRequest, assertions: Record<string, boolean>): Promise<StepResult> {
+    const started = performance.now();
+    let status = 0;
+    try {
+      const response = await this.pool.request({
+        path: step.path,
+        method: step.method as 'GET',
+        headers: { ...step.headers, ...request.headers },
+        body: step.body,
+        signal: request.signal,
+      });
+      status = response.statusCode;
+      const body = await readBodyText(response.body, STEP_BODY_CAP);
+      const seen = { status, latencyMs: performance.now() - started, body };
+      let parsed: { value: unknown } | null = null;
+      const json = () => {
+        if (parsed === null) {
+          try {
+            parsed = { value: JSON.parse(body) };
+          } catch {
+            parsed = { value: undefined };
+          }
+        }
+        return parsed.value;
+      };
+      let firstFailed: string | null = null;
+      for (const assertion of step.assertions) {
+        const passed = assertion.check(seen, json);
+        assertions[`${step.name}.${assertion.name}`] = passed;
+        if (!passed && firstFailed === null) firstFailed = assertion.name;
+      }
+      const httpClass = step.statusAsserted ? null : httpErrorClass(status);
+      if (httpClass) return { ok: false, status, errorClass: httpClass, message: `HTTP ${status}` };
+      if (firstFailed !== null) return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };
+      return { ok: true, status, errorClass: null };
+    } catch (error) {
+      return { ok: false, status, errorClass: classifyError(error, request.signal, status !== 0), message: errorText(error) };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

@@ -1,0 +1,223 @@
+import { Pool } from 'undici';
+import { countTokens } from 'gpt-tokenizer';
+import type { ChatScenario } from '@fathom/contracts';
+import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
+import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
+import { classifyError, errorText, httpErrorClass } from './error-class.util';
+import { targetPath } from './target-url.util';
+
+export interface HttpTarget {
+  baseUrl: string;
+  apiKey?: string;
+}
+
+export interface DriverOptions {
+  /** Connections kept to the target: the shard's cap on requests in flight. */
+  connections: number;
+  /** Response text kept per record (records stay small). */
+  contentCapChars: number;
+}
+
+/** Error bodies are kept up to this size for the record's errorMessage. */
+const ERROR_BODY_CAP = 2048;
+
+/**
+ * OpenAI-compatible chat/completions and legacy completions, streaming or not. Timing contract:
+ * every content-bearing SSE payload gets the performance.now() of the network chunk that carried
+ * it, minus the request's `startMono`; TTFT is the first such offset (vLLM/GuideLLM: first chunk
+ * with content), the inter-token latencies are the gaps between consecutive offsets.
+ */
+export class OpenAiChatDriver implements RequestDriver {
+  private readonly pool: Pool;
+  private readonly origin: string;
+  private readonly path: string;
+  private readonly staticHeaders: Record<string, string>;
+
+  constructor(
+    private readonly scenario: ChatScenario,
+    target: HttpTarget,
+    private readonly options: DriverOptions,
+  ) {
+    const { origin, path } = targetPath(target.baseUrl, scenario.endpoint === 'chat' ? '/chat/completions' : '/completions');
+    this.origin = origin;
+    this.path = path;
+    // Our own timer (requestTimeoutMs) bounds each request; undici's timers are switched off.
+    this.pool = new Pool(origin, { connections: options.connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
+    this.staticHeaders = {
+      'content-type': 'application/json',
+      accept: scenario.stream ? 'text/event-stream' : 'application/json',
+      ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
+    };
+  }
+
+  private body(request: DriverRequest): string {
+    const s = this.scenario;
+    const maxTokens = request.item.maxTokens ?? s.maxTokens;
+    const common = {
+      model: s.model,
+      max_tokens: maxTokens,
+      stream: s.stream,
+      ...(s.stream ? { stream_options: { include_usage: true } } : {}),
+      ...(s.temperature === undefined ? {} : { temperature: s.temperature }),
+    };
+    if (s.endpoint === 'chat')
+      return JSON.stringify({
+        ...common,
+        messages: request.item.messages,
+        ...(s.logprobs ? { logprobs: true, top_logprobs: s.topLogprobs ?? 0 } : {}),
+      });
+    return JSON.stringify({ ...common, prompt: request.item.text, ...(s.logprobs ? { logprobs: s.topLogprobs ?? 1 } : {}) });
+  }
+
+  execute(request: DriverRequest): Promise<DriverOutcome> {
+    const { startMono, signal } = request;
+    const chunkOffsetsMs: number[] = [];
+    const base = {
+      inputTokensClient: request.item.inputTokensClient,
+      outputTokensClient: 0,
+      usage: null,
+      content: '',
+      finishReason: null,
+    };
+    if (!request.gate(this.path))
+      return Promise.resolve({ ...base, status: 0, e2eMs: 0, ttftMs: null, chunkOffsetsMs, errorClass: null, gated: true });
+    let status = 0;
+    let headersReceived = false;
+    const decoder = new SseDecoder();
+    const assembler = new ChatStreamAssembler({ keepLogprobs: this.scenario.logprobs });
+    const streaming = this.scenario.stream;
+    let raw = '';
+
+    const fail = (error: unknown, errorClass = classifyError(error, signal, headersReceived)): DriverOutcome => {
+      const parsed = safeResult(assembler);
+      return {
+        ...this.fromParsed(parsed, base),
+        status,
+        e2eMs: performance.now() - startMono,
+        ttftMs: chunkOffsetsMs[0] ?? null,
+        chunkOffsetsMs,
+        errorClass,
+        errorMessage: errorText(error),
+      };
+    };
+
+    return new Promise<DriverOutcome>((resolve) => {
+      this.pool
+        .request({
+          path: this.path,
+          method: 'POST',
+          headers: { ...this.staticHeaders, ...request.headers },
+          body: this.body(request),
+          signal,
+        })
+        .then(
+          ({ statusCode, body }) => {
+            status = statusCode;
+            headersReceived = true;
+            const httpClass = httpErrorClass(statusCode);
+            let settled = false;
+            const settle = (outcome: DriverOutcome) => {
+              if (settled) return;
+              settled = true;
+              resolve(outcome);
+            };
+            body.on('data', (chunk: Buffer) => {
+              if (settled) return;
+              const at = performance.now() - startMono;
+              if (httpClass !== null || !streaming) {
+                if (httpClass === null || raw.length < ERROR_BODY_CAP) raw += chunk.toString('utf8');
+                return;
+              }
+              try {
+                for (const payload of decoder.pushBytes(chunk)) {
+                  if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(at);
+                }
+              } catch (error) {
+                settle(fail(error));
+                body.destroy();
+              }
+            });
+            body.on('error', (error: Error) => settle(fail(error)));
+            body.on('end', () => {
+              if (settled) return;
+              const end = performance.now() - startMono;
+              if (httpClass !== null) {
+                settle({
+                  ...base,
+                  status,
+                  e2eMs: end,
+                  ttftMs: null,
+                  chunkOffsetsMs,
+                  errorClass: httpClass,
+                  errorMessage: `HTTP ${statusCode}: ${raw.slice(0, ERROR_BODY_CAP)}`,
+                });
+                return;
+              }
+              try {
+                if (streaming) {
+                  for (const payload of decoder.end()) {
+                    if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(end);
+                  }
+                } else {
+                  assembler.accept(raw);
+                }
+              } catch (error) {
+                settle(fail(error));
+                return;
+              }
+              const parsed = assembler.result();
+              const truncated = streaming && (parsed.termination === 'truncated' || parsed.termination === 'empty');
+              settle({
+                ...this.fromParsed(parsed, base),
+                status,
+                e2eMs: end,
+                ttftMs: streaming ? (chunkOffsetsMs[0] ?? null) : null,
+                chunkOffsetsMs,
+                errorClass: truncated ? 'stream-truncated' : null,
+                ...(truncated ? { errorMessage: `stream ended without [DONE] or finish_reason (${parsed.termination})` } : {}),
+              });
+            });
+          },
+          (error: unknown) => resolve(fail(error)),
+        );
+    });
+  }
+
+  private fromParsed(
+    parsed: ParsedChatStream | null,
+    base: Pick<DriverOutcome, 'inputTokensClient' | 'outputTokensClient' | 'usage' | 'content' | 'finishReason'>,
+  ): Pick<DriverOutcome, 'inputTokensClient' | 'outputTokensClient' | 'usage' | 'content' | 'finishReason' | 'logprobs'> {
+    if (parsed === null) return base;
+    return {
+      inputTokensClient: base.inputTokensClient,
+      outputTokensClient: parsed.content === '' ? 0 : countTokens(parsed.content),
+      usage: parsed.usage
+        ? {
+            promptTokens: parsed.usage.promptTokens,
+            completionTokens: parsed.usage.completionTokens,
+            cachedTokens: parsed.usage.cachedTokens,
+          }
+        : null,
+      content: parsed.content.slice(0, this.options.contentCapChars),
+      finishReason: parsed.finishReason,
+      ...(this.scenario.logprobs ? { logprobs: parsed.logprobs } : {}),
+    };
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  /** For the engine's log line and the breaker gate. */
+  get target(): string {
+    return `${this.origin}${this.path}`;
+  }
+}
+
+function safeResult(assembler: ChatStreamAssembler): ParsedChatStream | null {
+  try {
+    return assembler.result();
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,24 @@
+import type { CampaignSpec, Scenario } from '@fathom/contracts';
+import { PromptSource, promptSourceFor } from '../dataset/prompt.source';
+import { EmbeddingsDriver } from '../driver/embeddings.driver';
+import { HttpDagDriver } from '../driver/http-dag.driver';
+import { OpenAiChatDriver, type DriverOptions } from '../driver/openai-chat.driver';
+import type { RequestDriver } from '../driver/request-outcome';
+
+/** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
+export async function promptSourceOf(scenario: Scenario, shardIndex: number): Promise<PromptSource> {
+  if (scenario.type === 'http') return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
+  return promptSourceFor(scenario, shardIndex);
+}
+
+export function createDriver(spec: CampaignSpec, options: DriverOptions, source: PromptSource): RequestDriver {
+  const scenario = spec.scenario;
+  switch (scenario.type) {
+    case 'chat':
+      return new OpenAiChatDriver(scenario, spec.target, options);
+    case 'embeddings':
+      return new EmbeddingsDriver(scenario, spec.target, options, source);
+    case 'http':
+      return new HttpDagDriver(scenario, spec.target, options);
+  }
+}

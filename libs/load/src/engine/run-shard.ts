@@ -1,0 +1,483 @@
+import { randomUUID } from 'node:crypto';
+import type { CampaignSpec, LoadProfile, RequestRecord, ShardCounts } from '@fathom/contracts';
+import * as hdr from 'hdr-histogram-js';
+import { AimdController, type AimdStep } from '../adaptive/aimd.controller';
+import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
+import { promptItemFromText, type PromptSource } from '../dataset/prompt.source';
+import type { PromptItem } from '../dataset/prompt-item';
+import { RequestTimeout, RunAborted, type DriverOutcome, type RequestDriver } from '../driver/request-outcome';
+import { errorText } from '../driver/error-class.util';
+import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
+import { WindowRecorder } from '../measure/window.recorder';
+import type { WindowSnapshot } from '../measure/window.snapshot';
+import { constantRateSchedule, replaySchedule, scheduleFor, type ArrivalSchedule } from '../profile/arrival.schedule';
+import { loadReplay } from '../profile/replay.loader';
+import { shareOf } from '../profile/shard-share.util';
+import { SeededRandom, deriveSeed } from '../random/seeded-random';
+import { Sleeper } from './sleeper';
+import { createDriver, promptSourceOf } from './driver.factory';
+
+/** Outputs only consume and must never block the engine (k6's rule): both are called inline. */
+export interface TelemetrySink {
+  /** A sampled request (sampling at `spec.load.recordSampleRate` is done by the engine). */
+  record(record: RequestRecord): void;
+  /** Every `windowMs` (default 1000) and a final partial window. */
+  window(window: WindowSnapshot): void;
+}
+
+export interface RunShardOptions {
+  spec: CampaignSpec;
+  shard: { index: number; count: number };
+  runId: string;
+  campaignId: string;
+  generatorId: string;
+  sink: TelemetrySink;
+  /** Abort: no new request starts, in-flight ones are aborted (class `aborted`), within a second. */
+  signal: AbortSignal;
+  windowMs?: number;
+  /** Circuit breaker: false = do not send on this path (the iteration is counted `gated`). */
+  gate?: (path: string) => boolean;
+  /** GPU memory readings for the adaptive profile (the service reports into it). */
+  gpu?: GpuMemoryGauge;
+  /** Response text kept per record (default 2048 chars). */
+  contentCapChars?: number;
+}
+
+export interface AdaptiveTrace {
+  atMs: number;
+  p95Ms: number | null;
+  gpuMemoryUsed: number | null;
+  concurrency: number;
+  inputScale: number;
+  reason: AimdStep['reason'];
+}
+
+/** The contract's counts (the service adds recordsPublished/windowsPublished) and what only we know. */
+export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'windowsPublished'> {
+  /** Open model: iterations started later than lateToleranceMs after their intended time. */
+  late: number;
+  /** Iterations not sent because the gate (breaker) refused their path. */
+  gated: number;
+  recordsSampled: number;
+  windows: number;
+  /** Named assertions of HTTP steps over the shard. */
+  assertions: Record<string, { passed: number; failed: number }>;
+  /** Sweep: the measured synchronous and throughput rates (req/s of this shard) and the rates run. */
+  sweep?: { synchronousRate: number; throughputRate: number; rates: number[] };
+  /** Adaptive: the controller's last steps (at most 600). */
+  adaptive?: AdaptiveTrace[];
+}
+
+const CLOSED_DEFAULT: LoadProfile = { type: 'closed', seed: 1, thinkTimeMs: 0, thinkTimeJitterMs: 0 };
+/** A gated virtual user waits this long before it asks the gate again (no busy loop). */
+const GATED_BACKOFF_MS = 100;
+const ADAPTIVE_TRACE_CAP = 600;
+
+/** Runs shard `shard.index` of `shard.count` of a campaign until its duration ends or `signal` aborts. */
+export async function runShard(options: RunShardOptions): Promise<ShardResult> {
+  const engine = new ShardEngine(options);
+  return engine.run();
+}
+
+class ShardEngine {
+  private readonly spec: CampaignSpec;
+  private readonly profile: LoadProfile;
+  private readonly shard: { index: number; count: number };
+  private readonly recorder: WindowRecorder;
+  private readonly sleeper = new Sleeper();
+  private readonly controllers = new Set<AbortController>();
+  private readonly sampling: SeededRandom;
+  private readonly gate: (path: string) => boolean;
+  private readonly windowMs: number;
+  private readonly contentCapChars: number;
+  private driver!: RequestDriver;
+  private source: PromptSource | null = null;
+  private stopped = false;
+  private inFlight = 0;
+  private slotWaiter: (() => void) | null = null;
+  private drainWaiter: (() => void) | null = null;
+  private seq = 0;
+  private inputScale = 1;
+  private readonly epoch0 = Date.now();
+  private readonly mono0 = performance.now();
+  /** Latency tap for the adaptive controller (successful requests of the current interval). */
+  private intervalHistogram: hdr.Histogram | null = null;
+  private readonly counts: ShardResult = {
+    sent: 0,
+    completed: 0,
+    errors: 0,
+    dropped: 0,
+    late: 0,
+    gated: 0,
+    recordsSampled: 0,
+    windows: 0,
+    assertions: {},
+  };
+
+  constructor(private readonly options: RunShardOptions) {
+    this.spec = options.spec;
+    this.profile = options.spec.load.profile ?? CLOSED_DEFAULT;
+    this.shard = options.shard;
+    this.windowMs = options.windowMs ?? 1000;
+    this.recorder = new WindowRecorder(this.shard.index, this.windowMs);
+    this.sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
+    this.gate = options.gate ?? (() => true);
+    this.contentCapChars = options.contentCapChars ?? 2048;
+  }
+
+  private epochAt(mono: number): number {
+    return this.epoch0 + (mono - this.mono0);
+  }
+
+  async run(): Promise<ShardResult> {
+    const { signal } = this.options;
+    const maxInFlight = Math.max(1, shareOf(this.spec.load.concurrency, this.shard));
+    this.source = await promptSourceOf(this.spec.scenario, this.shard.index);
+    const replayArrivals =
+      this.profile.type === 'replay' ? await loadReplay(this.profile.path, this.profile.format) : null;
+    this.driver = createDriver(this.spec, { connections: maxInFlight, contentCapChars: this.contentCapChars }, this.source);
+
+    const onAbort = () => this.stop(true);
+    if (signal.aborted) this.stop(true);
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    let windowStartMono = performance.now();
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      this.emitWindow(windowStartMono, this.windowMs);
+      windowStartMono = now;
+    }, this.windowMs);
+
+    const startMono = performance.now();
+    const endMono = startMono + this.spec.load.durationMs;
+    try {
+      const p = this.profile;
+      switch (p.type) {
+        case 'closed':
+          await this.runClosed(maxInFlight, endMono, p.thinkTimeMs, p.thinkTimeJitterMs, new SeededRandom(deriveSeed(p.seed, this.shard.index)));
+          break;
+        case 'constant-rate':
+        case 'poisson':
+        case 'ramping-rate':
+          await this.runOpen(scheduleFor(p, this.spec.load.durationMs, this.shard), startMono, endMono, maxInFlight, p);
+          break;
+        case 'replay':
+          await this.runOpen(replaySchedule(replayArrivals ?? [], p.speed, this.spec.load.durationMs, this.shard), startMono, endMono, maxInFlight, p);
+          break;
+        case 'sweep':
+          this.counts.sweep = await this.runSweep(p, startMono, maxInFlight);
+          break;
+        case 'adaptive':
+          this.counts.adaptive = await this.runAdaptive(p, endMono, maxInFlight);
+          break;
+      }
+      await this.drained();
+    } finally {
+      clearInterval(ticker);
+      signal.removeEventListener('abort', onAbort);
+      this.emitWindow(windowStartMono, Math.max(1, Math.round(performance.now() - windowStartMono)));
+      await this.driver.close().catch(() => undefined);
+    }
+    return this.counts;
+  }
+
+  private emitWindow(startMono: number, windowMs: number): void {
+    const snapshot = this.recorder.flush(this.epochAt(startMono));
+    snapshot.windowMs = windowMs;
+    this.counts.windows++;
+    try {
+      this.options.sink.window(snapshot);
+    } catch {
+      // An output that throws must not stop the load; the service's sink logs its own failures.
+    }
+  }
+
+  private stop(aborted: boolean): void {
+    this.stopped = true;
+    this.sleeper.wakeAll();
+    this.slotWaiter?.();
+    if (aborted) for (const controller of this.controllers) controller.abort(new RunAborted());
+  }
+
+  private drained(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.drainWaiter = resolve));
+  }
+
+  private waitForSlot(): Promise<void> {
+    return new Promise((resolve) => (this.slotWaiter = resolve));
+  }
+
+  /** Sends one iteration intended at `intendedMono`; resolves when it has finished and been recorded. */
+  private async fire(intendedMono: number, prompt?: string): Promise<DriverOutcome> {
+    const item: PromptItem =
+      prompt !== undefined
+        ? promptItemFromText(prompt, this.spec.scenario.type === 'chat' ? this.spec.scenario.system : undefined)
+        : this.source!.next(this.inputScale);
+    const seq = ++this.seq;
+    const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
+    const controller = new AbortController();
+    const timeoutMs = this.spec.load.requestTimeoutMs;
+    const timer = setTimeout(() => controller.abort(new RequestTimeout(timeoutMs)), timeoutMs);
+    this.controllers.add(controller);
+    this.inFlight++;
+    const spanId = (this.shard.index & 0xffff).toString(16).padStart(4, '0') + seq.toString(16).padStart(12, '0');
+    const startMono = performance.now();
+    let outcome: DriverOutcome;
+    try {
+      outcome = await this.driver.execute({
+        requestId,
+        headers: {
+          traceparent: `00-${randomUUID().replace(/-/g, '')}-${spanId}-01`,
+          'x-fathom-run': this.options.runId,
+          'x-fathom-request': requestId,
+        },
+        signal: controller.signal,
+        startMono,
+        item,
+        gate: this.gate,
+      });
+    } catch (error) {
+      // Drivers classify their own failures; this is the last line so a bug never crashes a run.
+      outcome = {
+        status: 0,
+        e2eMs: performance.now() - startMono,
+        ttftMs: null,
+        chunkOffsetsMs: [],
+        errorClass: 'other',
+        errorMessage: errorText(error),
+        inputTokensClient: item.inputTokensClient,
+        outputTokensClient: 0,
+        usage: null,
+        content: '',
+        finishReason: null,
+      };
+    }
+    clearTimeout(timer);
+    this.controllers.delete(controller);
+    this.inFlight--;
+    this.account(outcome, requestId, intendedMono, startMono);
+    const slot = this.slotWaiter;
+    this.slotWaiter = null;
+    slot?.();
+    if (this.inFlight === 0 && this.drainWaiter) {
+      const drain = this.drainWaiter;
+      this.drainWaiter = null;
+      drain();
+    }
+    return outcome;
+  }
+
+  private account(outcome: DriverOutcome, requestId: string, intendedMono: number, startMono: number): void {
+    if (outcome.gated) {
+      this.counts.gated++;
+      return;
+    }
+    this.counts.sent++;
+    if (outcome.errorClass === null) this.counts.completed++;
+    else this.counts.errors++;
+    if (outcome.assertions)
+      for (const [name, passed] of Object.entries(outcome.assertions)) {
+        const tally = (this.counts.assertions[name] ??= { passed: 0, failed: 0 });
+        if (passed) tally.passed++;
+        else tally.failed++;
+      }
+    const correctedE2eMs = startMono + outcome.e2eMs - intendedMono;
+    const usage = outcome.usage;
+    this.recorder.observe({
+      e2eMs: outcome.e2eMs,
+      correctedE2eMs,
+      ttftMs: outcome.ttftMs,
+      chunkOffsetsMs: outcome.chunkOffsetsMs,
+      errorClass: outcome.errorClass,
+      inputTokens: usage?.promptTokens ?? outcome.inputTokensClient,
+      outputTokens: usage?.completionTokens ?? outcome.outputTokensClient,
+    });
+    if (this.intervalHistogram && outcome.errorClass === null) {
+      const metric = this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
+      if (metric !== null) recordMs(this.intervalHistogram, metric);
+    }
+    const rate = this.spec.load.recordSampleRate;
+    if (rate > 0 && (rate >= 1 || this.sampling.next() < rate)) {
+      this.counts.recordsSampled++;
+      const record: RequestRecord = {
+        requestId,
+        shard: this.shard.index,
+        scheduledAt: this.epochAt(intendedMono),
+        startedAt: this.epochAt(startMono),
+        ttftMs: outcome.ttftMs,
+        e2eMs: outcome.e2eMs,
+        correctedE2eMs: Math.max(0, correctedE2eMs),
+        chunkOffsetsMs: outcome.chunkOffsetsMs,
+        status: outcome.status,
+        errorClass: outcome.errorClass,
+        ...(outcome.errorMessage === undefined ? {} : { errorMessage: outcome.errorMessage.slice(0, 1000) }),
+        inputTokensClient: outcome.inputTokensClient,
+        outputTokensClient: outcome.outputTokensClient,
+        usage,
+        content: outcome.content,
+        finishReason: outcome.finishReason,
+        ...(outcome.logprobs === undefined ? {} : { logprobs: outcome.logprobs }),
+      };
+      try {
+        this.options.sink.record(record);
+      } catch {
+        // See emitWindow: outputs never stop the load.
+      }
+    }
+  }
+
+  /** Closed model: `users` virtual users, each sending its next request when the last one ends. */
+  private async runClosed(
+    users: number,
+    endMono: number,
+    thinkTimeMs: number,
+    thinkTimeJitterMs: number,
+    random: SeededRandom,
+    isActive: (user: number) => boolean = () => true,
+    firstUser = 0,
+  ): Promise<void> {
+    const user = async (k: number) => {
+      let intended = performance.now();
+      while (!this.stopped && intended < endMono && isActive(k)) {
+        const outcome = await this.fire(intended);
+        if (outcome.gated) await this.sleeper.sleep(GATED_BACKOFF_MS);
+        const think = thinkTimeMs + (thinkTimeJitterMs > 0 ? random.next() * thinkTimeJitterMs : 0);
+        if (think > 0) await this.sleeper.sleep(think);
+        intended = performance.now();
+      }
+    };
+    await Promise.all(Array.from({ length: users }, (_, i) => user(firstUser + i)));
+  }
+
+  /**
+   * Open model: iterations start at their scheduled times whatever the target does. When
+   * `maxInFlight` requests are outstanding the next iteration waits for a slot (as a wrk2
+   * connection does) and its latency still counts from its intended time (corrected E2E); it is
+   * `late` if it starts more than lateToleranceMs after that time, and `dropped` if more than
+   * maxLatenessMs, or if the shard's duration (plus lateToleranceMs) ends before it could start.
+   */
+  private async runOpen(
+    schedule: ArrivalSchedule,
+    startMono: number,
+    endMono: number,
+    maxInFlight: number,
+    knobs: { lateToleranceMs: number; maxLatenessMs: number },
+  ): Promise<void> {
+    let arrival = schedule.next();
+    while (arrival !== null && !this.stopped) {
+      const intended = startMono + arrival.atMs;
+      let now = performance.now();
+      // setTimeout has millisecond granularity: an arrival due within 1 ms is sent now.
+      if (intended - now >= 1) {
+        await this.sleeper.sleep(intended - now);
+        if (this.stopped) break;
+      }
+      while (this.inFlight >= maxInFlight && !this.stopped) await this.waitForSlot();
+      if (this.stopped) break;
+      now = performance.now();
+      // An iteration due before the end still goes if it can start within the late tolerance.
+      if (now >= endMono + knobs.lateToleranceMs) break;
+      const lateness = now - intended;
+      if (lateness > knobs.maxLatenessMs) {
+        this.counts.dropped++;
+        this.recorder.countDropped();
+      } else {
+        if (lateness > knobs.lateToleranceMs) {
+          this.counts.late++;
+          this.recorder.countLate();
+        }
+        void this.fire(intended, arrival.prompt);
+      }
+      arrival = schedule.next();
+    }
+    // What the schedule still held when the duration ended (or the run aborted) was never sent.
+    let missed = 0;
+    for (; arrival !== null; arrival = schedule.next()) missed++;
+    this.counts.dropped += missed;
+    if (missed > 0) this.recorder.countDropped(missed);
+  }
+
+  /**
+   * GuideLLM's sweep over durationMs cut in (rates + 2) equal phases: synchronous (one user), then
+   * throughput (all the shard's users), then `rates` constant rates evenly between the two
+   * measured rates, to find the knee.
+   */
+  private async runSweep(
+    p: Extract<LoadProfile, { type: 'sweep' }>,
+    startMono: number,
+    maxInFlight: number,
+  ): Promise<NonNullable<ShardResult['sweep']>> {
+    const phaseMs = this.spec.load.durationMs / (p.rates + 2);
+    const random = new SeededRandom(deriveSeed(p.seed, this.shard.index));
+    const measure = async (body: () => Promise<void>): Promise<number> => {
+      const before = this.counts.sent;
+      const t0 = performance.now();
+      await body();
+      await this.drained();
+      return ((this.counts.sent - before) * 1000) / Math.max(1, performance.now() - t0);
+    };
+    let phaseEnd = startMono + phaseMs;
+    const synchronousRate = await measure(() => this.runClosed(1, phaseEnd, 0, 0, random));
+    phaseEnd += phaseMs;
+    const throughputEnd = phaseEnd;
+    const throughputRate = await measure(() => this.runClosed(maxInFlight, throughputEnd, 0, 0, random));
+    const rates = Array.from({ length: p.rates }, (_, i) => synchronousRate + ((throughputRate - synchronousRate) * (i + 1)) / (p.rates + 1));
+    for (const rate of rates) {
+      if (this.stopped || rate <= 0) break;
+      const phaseStart = performance.now();
+      const schedule = constantRateSchedule(rate, phaseMs, { index: 0, count: 1 });
+      await this.runOpen(schedule, phaseStart, phaseStart + phaseMs, maxInFlight, p);
+    }
+    return { synchronousRate, throughputRate, rates };
+  }
+
+  /** Adaptive (AIMD, see aimd.controller.ts): a closed model whose number of users the controller sets. */
+  private async runAdaptive(
+    p: Extract<LoadProfile, { type: 'adaptive' }>,
+    endMono: number,
+    maxInFlight: number,
+  ): Promise<AdaptiveTrace[]> {
+    const controller = new AimdController({
+      p95BudgetMs: p.p95BudgetMs,
+      ...(p.gpuMemoryCeiling === undefined ? {} : { gpuMemoryCeiling: p.gpuMemoryCeiling }),
+      initialConcurrency: Math.min(maxInFlight, Math.max(1, shareOf(p.initialConcurrency, this.shard))),
+      minConcurrency: Math.min(maxInFlight, Math.max(1, shareOf(p.minConcurrency, this.shard))),
+      maxConcurrency: maxInFlight,
+      increaseStep: p.increaseStep,
+      decreaseFactor: p.decreaseFactor,
+    });
+    const trace: AdaptiveTrace[] = [];
+    const random = new SeededRandom(deriveSeed(p.seed, this.shard.index));
+    this.intervalHistogram = newLatencyHistogram();
+    // Users by index: a user above the concurrency leaves after its current request; one that is
+    // still finishing when the concurrency rises again simply stays (never two users per index).
+    const alive = new Map<number, Promise<void>>();
+    const isActive = (k: number) => k < controller.current.concurrency;
+    const spawn = () => {
+      for (let k = 0; k < controller.current.concurrency; k++) {
+        if (alive.has(k)) continue;
+        const user = this.runClosed(1, endMono, 0, 0, random, isActive, k).finally(() => alive.delete(k));
+        alive.set(k, user);
+      }
+    };
+    spawn();
+    const t0 = performance.now();
+    const interval = setInterval(() => {
+      const h = this.intervalHistogram!;
+      const p95Ms = h.totalCount > 0 ? h.getValueAtPercentile(95) / 1000 : null;
+      h.reset();
+      const gpuMemoryUsed = this.options.gpu?.read() ?? null;
+      const step = controller.update(p95Ms, gpuMemoryUsed);
+      this.inputScale = step.inputScale;
+      trace.push({ atMs: performance.now() - t0, p95Ms, gpuMemoryUsed, ...step });
+      if (trace.length > ADAPTIVE_TRACE_CAP) trace.shift();
+      if (!this.stopped) spawn();
+    }, p.intervalMs);
+    await this.sleeper.sleep(endMono - performance.now());
+    clearInterval(interval);
+    await Promise.all(alive.values());
+    this.intervalHistogram = null;
+    return trace;
+  }
+}

@@ -1,3 +1,4 @@
 export * from './stream';
 export * from './confidence';
 export * from './prompt';
+export * from './schema';

@@ -1,0 +1,2 @@
+export * from './schema-drift.util';
+export * from './tool-contract.tracker';

@@ -2,12 +2,14 @@ import type { Command } from 'commander';
 import { registerUpCommand } from './up.command';
 import { registerRunCommand } from './run.command';
 import { registerProbeCommand } from './probe.command';
+import { registerSimCommand } from './sim.command';
 
 /**
  * Every subcommand registers itself here, one file each (`<name>.command.ts` exporting
  * `register<Name>Command(program)`).
  */
 export function registerCommands(program: Command): void {
+  registerSimCommand(program);
   registerUpCommand(program);
   registerRunCommand(program);
   registerProbeCommand(program);

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { resolveSimConfig, type DeepPartial, type SimConfig } from '../config/sim-config';
+import { resolveSimConfig, type DeepPartial, type SimConfig, type SimConfigInput } from '../config/sim-config';
 import { RealClock } from '../engine/clock';
 import { ServingEngine } from '../engine/serving.engine';
 import { FaultController } from '../faults/fault.controller';
@@ -22,7 +22,8 @@ import type { SimContext } from './sim.context';
 export interface SimTargetOptions {
   port?: number;
   host?: string;
-  config?: DeepPartial<SimConfig> | Partial<SimConfig>;
+  /** Partial config: anything left out takes its default (SimConfig documents each). */
+  config?: SimConfigInput | DeepPartial<SimConfig>;
 }
 
 export interface SimTarget {

@@ -3,6 +3,7 @@ import { registerUpCommand } from './up.command';
 import { registerRunCommand } from './run.command';
 import { registerProbeCommand } from './probe.command';
 import { registerSimCommand } from './sim.command';
+import { registerGpuCommand } from './gpu.command';
 
 /**
  * Every subcommand registers itself here, one file each (`<name>.command.ts` exporting
@@ -13,4 +14,5 @@ export function registerCommands(program: Command): void {
   registerUpCommand(program);
   registerRunCommand(program);
   registerProbeCommand(program);
+  registerGpuCommand(program);
 }

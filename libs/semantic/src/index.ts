@@ -4,3 +4,4 @@ export * from './prompt';
 export * from './schema';
 export * from './agent';
 export * from './goodput';
+export * from './embedding';

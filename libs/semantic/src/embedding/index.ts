@@ -1,0 +1,2 @@
+export * from './embedder';
+export * from './embedding-drift.util';

@@ -1,6 +1,6 @@
 /**
- * Turns texts into fixed-length vectors. Implementations: none yet in this lib beyond the
- * cache wrapper below (USE-lite and ONNX embedders are not written; see the report).
+ * Turns texts into fixed-length vectors. This lib holds only the interface and the cache;
+ * no model-backed embedder (USE-lite, ONNX) is implemented yet.
  * Contract: `embed(texts)` resolves to one vector per text, in order, each `dimensions` long.
  */
 export interface Embedder {

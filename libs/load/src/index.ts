@@ -14,3 +14,4 @@ export * from './perturb/protected-spans.util';
 export * from './driver/request-outcome';
 export * from './driver/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
+export * from './campaign/campaign-file.parser';

@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 import { countTokens } from 'gpt-tokenizer';
 import type { ChatScenario } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
-import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
+import { serverRequestIdOf, type DriverOutcome, type DriverRequest, type RequestDriver } from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
 
@@ -111,14 +111,16 @@ export class OpenAiChatDriver implements RequestDriver {
           signal,
         })
         .then(
-          ({ statusCode, body }) => {
+          ({ statusCode, body, headers }) => {
             status = statusCode;
+            const serverRequestId = serverRequestIdOf(headers);
             headersReceived = true;
             const httpClass = httpErrorClass(statusCode);
             let settled = false;
             const settle = (outcome: DriverOutcome) => {
               if (settled) return;
               settled = true;
+              if (serverRequestId !== undefined) outcome.serverRequestId = serverRequestId;
               resolve(outcome);
             };
             body.on('data', (chunk: Buffer) => {

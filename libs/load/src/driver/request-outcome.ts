@@ -32,6 +32,8 @@ export interface DriverOutcome {
   logprobs?: TokenLogprob[];
   /** Named semantic assertions of HTTP steps: name -> passed. */
   assertions?: Record<string, boolean>;
+  /** The server's own id for the request (`x-request-id`, or the simulator's `x-sim-request-id`). */
+  serverRequestId?: string;
   /** True when the gate refused every path: nothing was sent. */
   gated?: boolean;
 }
@@ -53,4 +55,10 @@ export class RunAborted extends Error {
     super('run aborted');
     this.name = 'RunAborted';
   }
+}
+
+/** The server's request id from response headers, when it sends one. */
+export function serverRequestIdOf(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const id = headers['x-request-id'] ?? headers['x-sim-request-id'];
+  return Array.isArray(id) ? id[0] : id;
 }

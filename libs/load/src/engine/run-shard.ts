@@ -41,6 +41,11 @@ export interface RunShardOptions {
   gpu?: GpuMemoryGauge;
   /** Response text kept per record (default 2048 chars). */
   contentCapChars?: number;
+  /**
+   * Synchronous observer of every finished request, sampled or not (joins with server-side ground
+   * truth, e.g. `serverRequestId`). Runs on the hot path: it must be cheap and must not throw.
+   */
+  tap?: (requestId: string, outcome: DriverOutcome) => void;
 }
 
 export interface AdaptiveTrace {
@@ -257,6 +262,7 @@ class ShardEngine {
     this.controllers.delete(controller);
     this.inFlight--;
     this.account(outcome, requestId, intendedMono, startMono);
+    this.options.tap?.(requestId, outcome);
     const slot = this.slotWaiter;
     this.slotWaiter = null;
     slot?.();

@@ -1,0 +1,113 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CampaignSpecSchema } from '@fathom/contracts';
+import { runShard } from '../engine/run-shard';
+import { jsonPathValue } from './step-assertion.evaluator';
+
+async function jsonServer() {
+  const log: { path: string; at: number }[] = [];
+  const server = createServer((req, res) => {
+    log.push({ path: req.url ?? '', at: performance.now() });
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/api/login') setTimeout(() => res.end(JSON.stringify({ token: 'abc', user: { roles: ['admin'] } })), 5);
+      else if (req.url === '/api/report') res.end('{"status":"success","rows":3}');
+      else if (req.url === '/api/embeddings') res.end('{"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":2,"total_tokens":2}}');
+      else res.writeHead(500).end('boom');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, log, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const run = (url: string, scenario: unknown) =>
+  runShard({
+    spec: CampaignSpecSchema.parse({ name: 'dag', target: { baseUrl: url }, scenario, load: { concurrency: 1, durationMs: 400 } }),
+    shard: { index: 0, count: 1 },
+    runId: 'r',
+    campaignId: 'c',
+    generatorId: 'g',
+    sink: { record: () => undefined, window: () => undefined },
+    signal: new AbortController().signal,
+  });
+
+describe('HTTP steps with named semantic assertions', () => {
+  it('reads JSONPath of the form $.a.b[0].c', () => {
+    expect(jsonPathValue({ a: { b: [{ c: 4 }] } }, '$.a.b[0].c')).toBe(4);
+    expect(jsonPathValue({ a: 1 }, '$.a.b')).toBeUndefined();
+  });
+
+  it('runs the DAG in dependency order, tallies each assertion and skips steps after a failure', async () => {
+    const target = await jsonServer();
+    try {
+      const sut = await run(target.url, {
+        type: 'http',
+        steps: [
+          {
+            name: 'login',
+            method: 'POST',
+            path: '/api/login',
+            body: { user: 'u' },
+            assertions: [
+              { kind: 'status', name: 'ok', equals: 200 },
+              { kind: 'jsonpath', name: 'admin', path: '$.user.roles[0]', equals: 'admin' },
+              { kind: 'latency', name: 'fast', belowMs: 1000 },
+            ],
+          },
+          {
+            name: 'report',
+            path: '/api/report',
+            dependsOn: ['login'],
+            assertions: [
+              { kind: 'body-contains', name: 'success', text: 'success' },
+              { kind: 'regex', name: 'rows', pattern: '"rows":\\d+' },
+            ],
+          },
+          { name: 'broken', path: '/api/broken', dependsOn: ['login'] },
+          { name: 'after-broken', path: '/api/report', dependsOn: ['broken'] },
+        ],
+      });
+      expect(sut.sent).toBeGreaterThan(1);
+      expect(sut.errors).toBe(sut.sent); // the broken step fails every iteration with http-5xx
+      expect(sut.assertions['login.ok']).toEqual({ passed: sut.sent, failed: 0 });
+      expect(sut.assertions['report.rows']).toEqual({ passed: sut.sent, failed: 0 });
+      const first = target.log.slice(0, 3).map((l) => l.path);
+      expect(first[0]).toBe('/api/login');
+      expect(target.log.filter((l) => l.path === '/api/report')).toHaveLength(sut.sent); // after-broken never ran
+    } finally {
+      await target.close();
+    }
+  });
+
+  it('counts a failed assertion as an error naming it', async () => {
+    const target = await jsonServer();
+    try {
+      const sut = await run(target.url, {
+        type: 'http',
+        steps: [{ name: 'report', path: '/api/report', assertions: [{ kind: 'jsonpath', name: 'many-rows', path: '$.rows', equals: 10 }] }],
+      });
+      expect(sut.errors).toBe(sut.sent);
+      expect(sut.assertions['report.many-rows'].failed).toBe(sut.sent);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it('refuses a cyclic DAG and unknown dependencies in the campaign', () => {
+    const parse = (steps: unknown) => CampaignSpecSchema.safeParse({ name: 'x', target: { baseUrl: 'http://h' }, scenario: { type: 'http', steps }, load: { concurrency: 1, durationMs: 1 } });
+    const cyclic = parse([{ name: 'a', path: '/a', dependsOn: ['b'] }, { name: 'b', path: '/b', dependsOn: ['a'] }]);
+    expect(cyclic.error?.issues[0].message).toBe('steps form a cycle');
+    expect(parse([{ name: 'a', path: '/a', dependsOn: ['z'] }]).error?.issues[0].path).toEqual(['scenario', 'steps', 0, 'dependsOn', 0]);
+  });
+
+  it('drives an embeddings endpoint and checks one vector per input', async () => {
+    const target = await jsonServer();
+    try {
+      const sut = await run(`${target.url}/api`, { type: 'embeddings', dataset: { type: 'inline', prompts: ['a', 'b'] } });
+      expect(sut.sent).toBeGreaterThan(1);
+      expect(sut.errors).toBe(0);
+    } finally {
+      await target.close();
+    }
+  });
+});

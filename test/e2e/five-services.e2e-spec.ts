@@ -51,7 +51,9 @@ describe('five services over Kafka and PostgreSQL', () => {
       FATHOM_GPU_SCRAPE_MS: '500',
     };
     // The database is migrated by whichever of orchestrator and analyzer opens it first.
-    const started = await Promise.all(SERVICES.map((name) => startServiceProcess(name, { ...env, KAFKA_CLIENT_ID: name })));
+    const started = await Promise.all(
+      SERVICES.map((name) => startServiceProcess(name, { ...env, KAFKA_CLIENT_ID: name })),
+    );
     for (const s of started) services.set(s.name, s);
     api = services.get('orchestrator')!.url;
   });
@@ -94,7 +96,10 @@ describe('five services over Kafka and PostgreSQL', () => {
       async () => {
         const res = await request(`${api}/v1/runs/${runId}`);
         run = (await res.body.json()) as RunView;
-        return ['completed', 'failed', 'aborted'].includes(run.status) && (run.summary !== null || run.status === 'failed');
+        return (
+          ['completed', 'failed', 'aborted'].includes(run.status) &&
+          (run.summary !== null || run.status === 'failed')
+        );
       },
       { timeoutMs, intervalMs: 250 },
     );
@@ -110,10 +115,10 @@ describe('five services over Kafka and PostgreSQL', () => {
         [runId, Topics.runLifecycle.name],
       );
       const ended = rows.map((r) => r.payload).filter((p) => p.phase !== 'shard-started');
-      const windows = await db.query<{ n: string }>('select count(*) as n from run_events where run_id = $1 and topic = $2', [
-        runId,
-        Topics.telemetryWindow.name,
-      ]);
+      const windows = await db.query<{ n: string }>(
+        'select count(*) as n from run_events where run_id = $1 and topic = $2',
+        [runId, Topics.telemetryWindow.name],
+      );
       return {
         completed: ended.reduce((n, p) => n + p.counts.completed, 0),
         windowsPublished: ended.reduce((n, p) => n + p.counts.windowsPublished, 0),
@@ -148,7 +153,10 @@ describe('five services over Kafka and PostgreSQL', () => {
     await new Promise((resolve) => setTimeout(resolve, 2000));
     await services.get('analyzer')!.kill();
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    services.set('analyzer', await startServiceProcess('analyzer', { ...env, KAFKA_CLIENT_ID: 'analyzer-2' }));
+    services.set(
+      'analyzer',
+      await startServiceProcess('analyzer', { ...env, KAFKA_CLIENT_ID: 'analyzer-2' }),
+    );
     const run = await finished(runId, 90_000);
     expect(run.status).toBe('completed');
     const counts = await lifecycleCounts(runId);
@@ -158,11 +166,20 @@ describe('five services over Kafka and PostgreSQL', () => {
   });
 
   it('dead-letters a malformed message on every topic and keeps consuming', async () => {
-    const bus: Bus = createBus({ kind: 'kafka', brokers: broker.brokers, clientId: 'e2e-dlq', consumer: { sessionTimeout: 3000, heartbeatInterval: 300, maxWaitTimeInMs: 200 } });
-    const letters: DeadLetter[] = [];
-    const sub = await bus.subscribe(Topics.deadLetter, { group: `e2e-dlq-${randomUUID()}`, fromBeginning: true }, (d) => {
-      letters.push(d);
+    const bus: Bus = createBus({
+      kind: 'kafka',
+      brokers: broker.brokers,
+      clientId: 'e2e-dlq',
+      consumer: { sessionTimeout: 3000, heartbeatInterval: 300, maxWaitTimeInMs: 200 },
     });
+    const letters: DeadLetter[] = [];
+    const sub = await bus.subscribe(
+      Topics.deadLetter,
+      { group: `e2e-dlq-${randomUUID()}`, fromBeginning: true },
+      (d) => {
+        letters.push(d);
+      },
+    );
     try {
       const consumed = [
         Topics.runShard,
@@ -174,9 +191,14 @@ describe('five services over Kafka and PostgreSQL', () => {
         Topics.sloTier,
         Topics.runReport,
       ];
-      for (const topic of consumed) await bus.publishRaw(topic.name, '{"not": "an event"', `poison-${topic.name}`);
-      await waitFor(() => consumed.every((t) => letters.some((l) => l.originalTopic === t.name)), { timeoutMs: 30_000 });
-      expect(letters.find((l) => l.originalTopic === Topics.telemetryWindow.name)?.reason).toBe('invalid-json');
+      for (const topic of consumed)
+        await bus.publishRaw(topic.name, '{"not": "an event"', `poison-${topic.name}`);
+      await waitFor(() => consumed.every((t) => letters.some((l) => l.originalTopic === t.name)), {
+        timeoutMs: 30_000,
+      });
+      expect(letters.find((l) => l.originalTopic === Topics.telemetryWindow.name)?.reason).toBe(
+        'invalid-json',
+      );
       const created = await post(campaign({ load: { concurrency: 4, durationMs: 1500 } }));
       expect((await finished(created.body.runId as string)).status).toBe('completed');
     } finally {

@@ -10,7 +10,10 @@ export interface HealthReport {
   checks: Record<string, { ok: boolean; detail?: string }>;
 }
 
-export async function runHealthChecks(services: string[], checks: readonly HealthCheck[]): Promise<HealthReport> {
+export async function runHealthChecks(
+  services: string[],
+  checks: readonly HealthCheck[],
+): Promise<HealthReport> {
   const results: HealthReport['checks'] = {};
   await Promise.all(
     checks.map(async (c) => {

@@ -28,7 +28,7 @@ export function registerRunCommand(program: Command): void {
     .option('--json', 'print the run (with its summary) as JSON')
     .option('--data-dir <dir>', 'keep the embedded database here (default: in memory)')
     .option('--timeout-ms <ms>', 'give up waiting after this long beyond the campaign duration', '120000')
-    .option('--verbose', 'show the services\' logs')
+    .option('--verbose', "show the services' logs")
     .action(async (file: string, options: RunOptions) => {
       const input = await readCampaignFile(file);
       const run = options.api ? await runRemote(input, options) : await runEmbedded(input, options);
@@ -72,11 +72,22 @@ async function runRemote(input: unknown, options: RunOptions): Promise<Printable
   const token = options.token ?? process.env.FATHOM_API_TOKEN;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
-  const created = await request(`${base}/v1/campaigns`, { method: 'POST', headers, body: JSON.stringify(input) });
-  const body = (await created.body.json()) as { runId?: string; issues?: Array<{ field: string; message: string }>; message?: string };
+  const created = await request(`${base}/v1/campaigns`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(input),
+  });
+  const body = (await created.body.json()) as {
+    runId?: string;
+    issues?: Array<{ field: string; message: string }>;
+    message?: string;
+  };
   if (created.statusCode === 400 && body.issues) throw invalid(body.issues);
   if (created.statusCode !== 201 || !body.runId) {
-    throw new CliExit(2, `orchestrator answered ${created.statusCode}: ${body.message ?? JSON.stringify(body)}`);
+    throw new CliExit(
+      2,
+      `orchestrator answered ${created.statusCode}: ${body.message ?? JSON.stringify(body)}`,
+    );
   }
   const runs = {
     get: async (id: string) => {

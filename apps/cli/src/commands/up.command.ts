@@ -27,7 +27,10 @@ export function registerUpCommand(program: Command): void {
     .description('start all five services in one process (in-memory bus, embedded PostgreSQL)')
     .option('--host <host>', 'address of the REST API', '127.0.0.1')
     .option('--port <port>', 'port of the REST API', '7070')
-    .option('--data-dir <dir>', 'embedded database directory (default: $FATHOM_DATA_DIR/db, else ~/.fathom/db)')
+    .option(
+      '--data-dir <dir>',
+      'embedded database directory (default: $FATHOM_DATA_DIR/db, else ~/.fathom/db)',
+    )
     .option('--memory', 'keep the database in memory')
     .option('--sim', 'also start the simulated OpenAI-compatible target')
     .option('--sim-port <port>', 'port of the simulated target', '8000')
@@ -40,11 +43,17 @@ export function registerUpCommand(program: Command): void {
       }
       const fromEnv = databaseConfigFromEnv(process.env);
       if (fromEnv.kind === 'postgres') {
-        process.stderr.write('fathom up: DATABASE_URL is ignored; the embedded mode uses PGlite (run the services separately for PostgreSQL)\n');
+        process.stderr.write(
+          'fathom up: DATABASE_URL is ignored; the embedded mode uses PGlite (run the services separately for PostgreSQL)\n',
+        );
       }
-      const dataDir = options.memory ? null : (options.dataDir ?? (fromEnv.kind === 'pglite' ? fromEnv.dataDir : null));
+      const dataDir = options.memory
+        ? null
+        : (options.dataDir ?? (fromEnv.kind === 'pglite' ? fromEnv.dataDir : null));
       const fathom = await startEmbedded({ dataDir, host: options.host, port: Number(options.port) });
-      const sim = options.sim ? await startSimTarget({ port: Number(options.simPort), host: options.host }) : null;
+      const sim = options.sim
+        ? await startSimTarget({ port: Number(options.simPort), host: options.host })
+        : null;
       process.stdout.write(
         `fathom up: API on ${fathom.url} (POST /v1/campaigns, GET /v1/runs/:id, /health, /metrics); database ${dataDir ?? 'in memory'}\n`,
       );
@@ -87,9 +96,16 @@ async function demo(options: UpOptions): Promise<void> {
   let fathom: EmbeddedFathom | null = null;
   let sim: SimTarget | null = null;
   try {
-    process.stdout.write('Fathom demo: starting the five services (in-memory bus, embedded PostgreSQL) and a simulated LLM server\n');
+    process.stdout.write(
+      'Fathom demo: starting the five services (in-memory bus, embedded PostgreSQL) and a simulated LLM server\n',
+    );
     const [embedded, target] = await Promise.all([
-      startEmbedded({ dataDir: null, host: options.host, port: 0, logLevels: options.verbose ? undefined : ['error'] }),
+      startEmbedded({
+        dataDir: null,
+        host: options.host,
+        port: 0,
+        logLevels: options.verbose ? undefined : ['error'],
+      }),
       startSimTarget({ port: 0, host: options.host }),
     ]);
     fathom = embedded;
@@ -101,7 +117,9 @@ async function demo(options: UpOptions): Promise<void> {
     const { runId } = await embedded.campaigns.submit(spec, 'demo');
     const run = await waitForRun(embedded.runs, runId, { timeoutMs: spec.load.durationMs + 90_000 });
     process.stdout.write(`\n${formatRunSummary(run, spec.name)}\n\n`);
-    process.stdout.write(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Next: \`npx fathom up --sim\` and POST a campaign to http://127.0.0.1:7070/v1/campaigns, or \`npx fathom run examples/chat-smoke.yaml\`.\n`);
+    process.stdout.write(
+      `Done in ${((Date.now() - started) / 1000).toFixed(1)} s. Next: \`npx fathom up --sim\` and POST a campaign to http://127.0.0.1:7070/v1/campaigns, or \`npx fathom run examples/chat-smoke.yaml\`.\n`,
+    );
     if (run.status !== 'completed') process.exitCode = 2;
   } finally {
     await sim?.close();

@@ -8,7 +8,8 @@ export interface PrintableRun {
   summary: RunSummary | null;
 }
 
-const ms = (v: number | null) => (v === null ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(1)} ms`);
+const ms = (v: number | null) =>
+  v === null ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(1)} ms`;
 
 function row(name: string, q: Quantiles): string {
   return `  ${name.padEnd(14)} ${ms(q.p50).padStart(10)} ${ms(q.p95).padStart(10)} ${ms(q.p99).padStart(10)} ${ms(q.max).padStart(10)}`;
@@ -17,7 +18,9 @@ function row(name: string, q: Quantiles): string {
 /** The human-readable run summary `fathom run` and `npm start` print. */
 export function formatRunSummary(run: PrintableRun, campaignName?: string): string {
   const lines: string[] = [];
-  lines.push(`Run ${run.id}${campaignName ? ` (${campaignName})` : ''}: ${run.status}${run.reason ? ` - ${run.reason}` : ''}`);
+  lines.push(
+    `Run ${run.id}${campaignName ? ` (${campaignName})` : ''}: ${run.status}${run.reason ? ` - ${run.reason}` : ''}`,
+  );
   const s = run.summary;
   if (!s) {
     lines.push('  no summary: the run ended before any telemetry was analysed');
@@ -28,12 +31,18 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
     `  requests ${s.requests}  errors ${s.errors} (${(s.errorRate * 100).toFixed(2)} %)  dropped ${s.dropped}  over ${seconds} s`,
   );
   if (Object.keys(s.errorClasses).length) {
-    lines.push(`  error classes: ${Object.entries(s.errorClasses).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    lines.push(
+      `  error classes: ${Object.entries(s.errorClasses)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
   }
   lines.push(
     `  throughput ${s.throughput.requestsPerSec.toFixed(1)} req/s, ${s.throughput.outputTokensPerSec.toFixed(0)} output tokens/s (${s.tokens.input} in, ${s.tokens.output} out)`,
   );
-  lines.push(`  latency${' '.repeat(9)}${'P50'.padStart(10)} ${'P95'.padStart(10)} ${'P99'.padStart(10)} ${'max'.padStart(10)}`);
+  lines.push(
+    `  latency${' '.repeat(9)}${'P50'.padStart(10)} ${'P95'.padStart(10)} ${'P99'.padStart(10)} ${'max'.padStart(10)}`,
+  );
   lines.push(row('end to end', s.latencyMs.e2e));
   lines.push(row('corrected e2e', s.latencyMs.correctedE2e));
   lines.push(row('TTFT', s.latencyMs.ttft));
@@ -42,13 +51,24 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
     `  stream: ${s.semantic.responses} responses, ${s.semantic.outputTokens} tokens, mean gap ${ms(s.semantic.gapMeanMs)}, ${s.semantic.tokenCountMismatches} server/client token-count mismatches`,
   );
   if (s.gpu.scrapes) {
-    const shown = ['kv_cache_usage_ratio', 'prefix_cache_hit_ratio', 'requests_running', 'requests_waiting', 'dram_active_ratio', 'gpu_util_pct']
+    const shown = [
+      'kv_cache_usage_ratio',
+      'prefix_cache_hit_ratio',
+      'requests_running',
+      'requests_waiting',
+      'dram_active_ratio',
+      'gpu_util_pct',
+    ]
       .filter((m) => s.gpu.last[m] !== undefined)
       .map((m) => `${m} ${Number(s.gpu.last[m].toFixed(3))}`);
-    lines.push(`  gpu/server: ${s.gpu.scrapes} scrapes (${s.gpu.gaps} gaps)${shown.length ? `; last ${shown.join(', ')}` : ''}`);
+    lines.push(
+      `  gpu/server: ${s.gpu.scrapes} scrapes (${s.gpu.gaps} gaps)${shown.length ? `; last ${shown.join(', ')}` : ''}`,
+    );
   }
   const path = s.tierChanges.map((t) => t.to).join(' -> ');
   lines.push(`  SLO tier: ${s.tier ?? 'n/a'}${s.tierChanges.length > 1 ? ` (${path})` : ''}`);
-  lines.push(s.slo.passed ? '  SLO: passed' : `  SLO: FAILED\n${s.slo.failures.map((f) => `    - ${f}`).join('\n')}`);
+  lines.push(
+    s.slo.passed ? '  SLO: passed' : `  SLO: FAILED\n${s.slo.failures.map((f) => `    - ${f}`).join('\n')}`,
+  );
   return lines.join('\n');
 }

@@ -34,9 +34,12 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   const merged = mergeWindows(windows);
   const { requests, errors, errorClasses } = merged;
   const latencyMs: RunSummary['latencyMs'] = merged.quantiles;
-  const startedAt = min(evidence.lifecycle.filter((l) => l.phase === 'shard-started').map((l) => l.emittedAt));
+  const startedAt = min(
+    evidence.lifecycle.filter((l) => l.phase === 'shard-started').map((l) => l.emittedAt),
+  );
   const endedAt = max(evidence.lifecycle.filter((l) => l.phase !== 'shard-started').map((l) => l.emittedAt));
-  const elapsedSec = startedAt !== null && endedAt !== null && endedAt > startedAt ? (endedAt - startedAt) / 1000 : 0;
+  const elapsedSec =
+    startedAt !== null && endedAt !== null && endedAt > startedAt ? (endedAt - startedAt) / 1000 : 0;
   const outputTokens = merged.outputTokens;
   const errorRate = requests ? errors / requests : 0;
   const failedShards = evidence.lifecycle.filter((l) => l.phase === 'shard-failed');
@@ -45,7 +48,9 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
 
   return {
     status,
-    reason: evidence.aborted ? 'aborted by request' : failedShards.map((l) => l.reason ?? 'shard failed').join('; ') || null,
+    reason: evidence.aborted
+      ? 'aborted by request'
+      : failedShards.map((l) => l.reason ?? 'shard failed').join('; ') || null,
     startedAt,
     endedAt,
     requests,
@@ -63,14 +68,23 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
       responses: evidence.tokenStats.length,
       outputTokens: sum(evidence.tokenStats, (s) => s.outputTokens),
       gapMeanMs: gaps.length
-        ? sum(gaps, (s) => (s.gapMeanMs ?? 0) * s.gapCount) / Math.max(1, sum(gaps, (s) => s.gapCount))
+        ? sum(gaps, (s) => (s.gapMeanMs ?? 0) * s.gapCount) /
+          Math.max(
+            1,
+            sum(gaps, (s) => s.gapCount),
+          )
         : null,
       tokenCountMismatches: evidence.tokenStats.filter((s) => (s.tokenCountMismatch ?? 0) !== 0).length,
       detectorSignals: evidence.detectorSignals,
     },
     gpu: gpuSummary(evidence.gpu),
     tier: evidence.tierChanges.length ? evidence.tierChanges[evidence.tierChanges.length - 1].to : null,
-    tierChanges: evidence.tierChanges.map((t) => ({ at: t.emittedAt, from: t.from, to: t.to, reason: t.reason })),
+    tierChanges: evidence.tierChanges.map((t) => ({
+      at: t.emittedAt,
+      from: t.from,
+      to: t.to,
+      reason: t.reason,
+    })),
     slo: sloVerdict(
       {
         requests,

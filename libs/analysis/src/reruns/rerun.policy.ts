@@ -19,10 +19,13 @@ export interface CampaignRunHistory {
 }
 
 export type RerunDecision =
-  | { readonly start: true; readonly delayMs: number }
-  | { readonly start: false; readonly reason: string };
+  { readonly start: true; readonly delayMs: number } | { readonly start: false; readonly reason: string };
 
-export function decideRerun(config: RerunPolicyConfig, history: CampaignRunHistory, now: number): RerunDecision {
+export function decideRerun(
+  config: RerunPolicyConfig,
+  history: CampaignRunHistory,
+  now: number,
+): RerunDecision {
   if (history.rerunPending) return { start: false, reason: 'a rerun is already pending' };
   if (history.rerunsStarted >= config.maxReruns) {
     return { start: false, reason: `rerun cap reached (${history.rerunsStarted}/${config.maxReruns})` };

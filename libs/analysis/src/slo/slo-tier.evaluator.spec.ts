@@ -30,7 +30,11 @@ describe(TierTracker.name, () => {
     const sut = new TierTracker();
     expect(sut.observe('r1', { tier: 'SLO-0', reason: '' })).toEqual({ from: null, to: 'SLO-0', reason: '' });
     expect(sut.observe('r1', { tier: 'SLO-0', reason: '' })).toBeNull();
-    expect(sut.observe('r1', { tier: 'SLO-1', reason: 'x' })).toEqual({ from: 'SLO-0', to: 'SLO-1', reason: 'x' });
+    expect(sut.observe('r1', { tier: 'SLO-1', reason: 'x' })).toEqual({
+      from: 'SLO-0',
+      to: 'SLO-1',
+      reason: 'x',
+    });
   });
 });
 
@@ -45,6 +49,8 @@ describe(sloVerdict.name, () => {
   });
 
   it('fails a run that completed nothing', () => {
-    expect(sloVerdict({ requests: 0, errorRate: 0, p95Ms: null, p99Ms: null, ttftP99Ms: null }, {}).passed).toBe(false);
+    expect(
+      sloVerdict({ requests: 0, errorRate: 0, p95Ms: null, p99Ms: null, ttftP99Ms: null }, {}).passed,
+    ).toBe(false);
   });
 });

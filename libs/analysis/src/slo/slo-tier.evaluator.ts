@@ -35,7 +35,10 @@ export interface TierVerdict {
   readonly reason: string;
 }
 
-export function evaluateTier(figures: TierFigures, tiers: readonly TierDefinition[] = DEFAULT_TIERS): TierVerdict {
+export function evaluateTier(
+  figures: TierFigures,
+  tiers: readonly TierDefinition[] = DEFAULT_TIERS,
+): TierVerdict {
   const misses: string[] = [];
   for (const tier of tiers) {
     const miss = firstMiss(figures, tier);

@@ -17,10 +17,14 @@ export function sloVerdict(figures: RunFigures, slo: SloThresholds): { passed: b
   if (figures.requests === 0) failures.push('no request completed');
   const availability = 1 - figures.errorRate;
   if (slo.availability !== undefined && availability < slo.availability) {
-    failures.push(`availability ${(availability * 100).toFixed(3)} % < ${(slo.availability * 100).toFixed(3)} %`);
+    failures.push(
+      `availability ${(availability * 100).toFixed(3)} % < ${(slo.availability * 100).toFixed(3)} %`,
+    );
   }
   if (slo.maxErrorRate !== undefined && figures.errorRate > slo.maxErrorRate) {
-    failures.push(`error rate ${(figures.errorRate * 100).toFixed(2)} % > ${(slo.maxErrorRate * 100).toFixed(2)} %`);
+    failures.push(
+      `error rate ${(figures.errorRate * 100).toFixed(2)} % > ${(slo.maxErrorRate * 100).toFixed(2)} %`,
+    );
   }
   const latency: Array<[string, number | null, number | undefined]> = [
     ['P95', figures.p95Ms, slo.p95Ms],

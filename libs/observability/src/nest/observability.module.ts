@@ -1,4 +1,14 @@
-import { Controller, Get, Global, Header, Inject, Injectable, Module, type DynamicModule, Res } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Global,
+  Header,
+  Inject,
+  Injectable,
+  Module,
+  type DynamicModule,
+  Res,
+} from '@nestjs/common';
 import type { Registry } from 'prom-client';
 import { runHealthChecks, type HealthCheck, type HealthReport } from '../health';
 

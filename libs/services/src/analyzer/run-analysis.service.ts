@@ -14,7 +14,7 @@ import {
   type TokenStatsSignal,
 } from '@fathom/contracts';
 import { TierTracker, buildRunSummary, evaluateTier, recentTierFigures } from '@fathom/analysis';
-import { ConsumerGroups } from '../runtime/service-name';
+import { consumerGroup } from '../runtime/service-name';
 
 /** Tier figures are taken over this much recent load (ms). */
 const TIER_SPAN_MS = 10_000;
@@ -47,13 +47,30 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    const group = ConsumerGroups.analyzer;
     this.subscriptions.push(
-      await this.bus.subscribe(Topics.runShard, { group }, (e) => this.store('shard-command', Topics.runShard.name, e)),
-      await this.bus.subscribe(Topics.telemetryWindow, { group }, (e) => this.onWindow(e)),
-      await this.bus.subscribe(Topics.semanticSignal, { group }, (e) => this.onSemantic(e)),
-      await this.bus.subscribe(Topics.gpuTelemetry, { group }, (e) => this.store('gpu', Topics.gpuTelemetry.name, e)),
-      await this.bus.subscribe(Topics.runLifecycle, { group }, (e) => this.onLifecycle(e)),
+      await this.bus.subscribe(Topics.runShard, { group: consumerGroup('analyzer', Topics.runShard) }, (e) =>
+        this.store('shard-command', Topics.runShard.name, e),
+      ),
+      await this.bus.subscribe(
+        Topics.telemetryWindow,
+        { group: consumerGroup('analyzer', Topics.telemetryWindow) },
+        (e) => this.onWindow(e),
+      ),
+      await this.bus.subscribe(
+        Topics.semanticSignal,
+        { group: consumerGroup('analyzer', Topics.semanticSignal) },
+        (e) => this.onSemantic(e),
+      ),
+      await this.bus.subscribe(
+        Topics.gpuTelemetry,
+        { group: consumerGroup('analyzer', Topics.gpuTelemetry) },
+        (e) => this.store('gpu', Topics.gpuTelemetry.name, e),
+      ),
+      await this.bus.subscribe(
+        Topics.runLifecycle,
+        { group: consumerGroup('analyzer', Topics.runLifecycle) },
+        (e) => this.onLifecycle(e),
+      ),
     );
     // Resume runs a previous analyzer left unfinished.
     for (const status of ['pending', 'running'] as const) {
@@ -119,7 +136,9 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       const deadline = Date.now() + this.settleMs;
       for (;;) {
         if (this.closed) return;
-        const lifecycle = (await this.events.listByRun(runId, { topic: Topics.runLifecycle.name })).map((e) => e.payload as RunLifecycle);
+        const lifecycle = (await this.events.listByRun(runId, { topic: Topics.runLifecycle.name })).map(
+          (e) => e.payload as RunLifecycle,
+        );
         const shardCount = lifecycle[0]?.shard.count;
         const ended = lifecycle.filter((l) => l.phase !== 'shard-started');
         if (!shardCount || new Set(ended.map((l) => l.shard.index)).size < shardCount) return;

@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } fro
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
 import { Topics, envelope, type RunLifecycle, type RunShardCommand, type RunReport } from '@fathom/contracts';
 import { scrapeSource, ScrapeBackoff } from '@fathom/gpu';
-import { ConsumerGroups } from '../runtime/service-name';
+import { consumerGroup } from '../runtime/service-name';
 
 interface ActiveRun {
   readonly campaignId: string;
@@ -27,11 +27,22 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
   constructor(@InjectBus() private readonly bus: Bus) {}
 
   async onModuleInit(): Promise<void> {
-    const group = ConsumerGroups.gpuCollector;
     this.subscriptions.push(
-      await this.bus.subscribe(Topics.runShard, { group }, (c) => this.onShard(c)),
-      await this.bus.subscribe(Topics.runLifecycle, { group }, (e) => this.onLifecycle(e)),
-      await this.bus.subscribe(Topics.runReport, { group }, (r) => this.onReport(r)),
+      await this.bus.subscribe(
+        Topics.runShard,
+        { group: consumerGroup('gpu-collector', Topics.runShard) },
+        (c) => this.onShard(c),
+      ),
+      await this.bus.subscribe(
+        Topics.runLifecycle,
+        { group: consumerGroup('gpu-collector', Topics.runLifecycle) },
+        (e) => this.onLifecycle(e),
+      ),
+      await this.bus.subscribe(
+        Topics.runReport,
+        { group: consumerGroup('gpu-collector', Topics.runReport) },
+        (r) => this.onReport(r),
+      ),
     );
   }
 
@@ -51,10 +62,19 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
       timers: [],
     };
     this.runs.set(command.runId, run);
-    for (const url of urls) this.schedule(command.runId, run, url, new ScrapeBackoff(), 0);
+    for (const url of urls) {
+      const backoff = new ScrapeBackoff({ intervalMs: this.intervalMs, maxBackoffMs: 30_000 });
+      this.schedule(command.runId, run, url, backoff, 0);
+    }
   }
 
-  private schedule(runId: string, run: ActiveRun, url: string, backoff: ScrapeBackoff, delayMs: number): void {
+  private schedule(
+    runId: string,
+    run: ActiveRun,
+    url: string,
+    backoff: ScrapeBackoff,
+    delayMs: number,
+  ): void {
     const timer = setTimeout(async () => {
       if (!this.runs.has(runId)) return;
       const timeoutMs = Math.max(250, Math.min(5000, this.intervalMs * 2));
@@ -62,16 +82,23 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
       await this.bus
         .publish(Topics.gpuTelemetry, {
           ...envelope(run.campaignId, runId),
-          source: result.source ?? 'unknown',
+          source: result.samples[0]?.source ?? 'unknown',
           url,
           scrapedAt: Date.now(),
           health: result.health,
           error: result.error,
-          samples: result.samples,
+          samples: result.samples.map(({ gpu, instance, metric, value, unit }) => ({
+            gpu,
+            instance,
+            metric,
+            value,
+            unit,
+          })),
         })
         .catch((error: Error) => this.logger.error(`gpu telemetry publish failed: ${error.message}`));
-      const next = result.health === 'ok' ? (backoff.reset(), this.intervalMs) : backoff.next(this.intervalMs);
-      if (result.health !== 'ok') this.logger.warn(`scrape ${url}: ${result.health} ${result.error ?? ''}; next in ${next} ms`);
+      const next = backoff.record(result.health);
+      if (result.health !== 'ok')
+        this.logger.warn(`scrape ${url}: ${result.health} ${result.error ?? ''}; next in ${next} ms`);
       this.schedule(runId, run, url, backoff, next);
     }, delayMs);
     run.timers.push(timer);

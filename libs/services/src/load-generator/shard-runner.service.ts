@@ -1,9 +1,15 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
-import { Topics, envelope, type RunLifecycle, type RunShardCommand, type ShardCounts } from '@fathom/contracts';
+import {
+  Topics,
+  envelope,
+  type RunLifecycle,
+  type RunShardCommand,
+  type ShardCounts,
+} from '@fathom/contracts';
 import { runShard } from '@fathom/load';
-import { ConsumerGroups } from '../runtime/service-name';
+import { consumerGroup } from '../runtime/service-name';
 import { TelemetryPublisher } from './telemetry.publisher';
 import { probeTarget } from './target-probe';
 
@@ -32,10 +38,14 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     this.subscriptions.push(
-      await this.bus.subscribe(Topics.runShard, { group: ConsumerGroups.loadGenerator }, (c) => this.onShard(c)),
+      await this.bus.subscribe(
+        Topics.runShard,
+        { group: consumerGroup('load-generator', Topics.runShard) },
+        (c) => this.onShard(c),
+      ),
       await this.bus.subscribe(
         Topics.runControl,
-        { group: `${ConsumerGroups.loadGenerator}.${this.generatorId}` },
+        { group: consumerGroup('load-generator', Topics.runControl, this.generatorId) },
         (c) => this.onAbort(c.runId),
       ),
     );
@@ -67,7 +77,14 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   private async execute(command: RunShardCommand, abort: AbortController): Promise<void> {
     const { spec, shard, runId, campaignId } = command;
     const publisher = new TelemetryPublisher(this.bus, campaignId, runId, this.generatorId);
-    const empty: ShardCounts = { sent: 0, completed: 0, errors: 0, dropped: 0, recordsPublished: 0, windowsPublished: 0 };
+    const empty: ShardCounts = {
+      sent: 0,
+      completed: 0,
+      errors: 0,
+      dropped: 0,
+      recordsPublished: 0,
+      windowsPublished: 0,
+    };
     const lifecycle = (phase: RunLifecycle['phase'], counts: ShardCounts, reason?: string) =>
       this.bus.publish(Topics.runLifecycle, {
         ...envelope(campaignId, runId),
@@ -78,7 +95,9 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         reason,
       });
 
-    const unreachable = await probeTarget(spec.target.baseUrl, { timeoutMs: Math.min(5000, spec.load.requestTimeoutMs) });
+    const unreachable = await probeTarget(spec.target.baseUrl, {
+      timeoutMs: Math.min(5000, spec.load.requestTimeoutMs),
+    });
     if (unreachable) {
       this.logger.warn(`run ${runId} shard ${shard.index}: ${unreachable}`);
       await lifecycle('shard-failed', empty, unreachable);
@@ -96,15 +115,27 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         signal: abort.signal,
       });
       await publisher.drain();
-      const final = { ...counts, recordsPublished: publisher.recordsPublished, windowsPublished: publisher.windowsPublished };
-      await lifecycle('shard-finished', final, abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : undefined);
+      const final = {
+        ...counts,
+        recordsPublished: publisher.recordsPublished,
+        windowsPublished: publisher.windowsPublished,
+      };
+      await lifecycle(
+        'shard-finished',
+        final,
+        abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : undefined,
+      );
     } catch (error) {
       await publisher.drain();
       const reason = `load engine failed: ${(error as Error).message}`;
       this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);
       await lifecycle(
         'shard-failed',
-        { ...empty, recordsPublished: publisher.recordsPublished, windowsPublished: publisher.windowsPublished },
+        {
+          ...empty,
+          recordsPublished: publisher.recordsPublished,
+          windowsPublished: publisher.windowsPublished,
+        },
         reason,
       );
     }

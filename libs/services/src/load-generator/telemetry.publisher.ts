@@ -55,7 +55,11 @@ export class TelemetryPublisher implements TelemetrySink {
     if (!this.queue.length) return;
     const records = this.queue;
     this.queue = [];
-    const event: RequestTelemetry = { ...envelope(this.campaignId, this.runId), generatorId: this.generatorId, records };
+    const event: RequestTelemetry = {
+      ...envelope(this.campaignId, this.runId),
+      generatorId: this.generatorId,
+      records,
+    };
     this.track(
       this.bus.publish(Topics.requestTelemetry, event).then(() => {
         this.recordsPublished += records.length;

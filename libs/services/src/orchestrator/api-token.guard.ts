@@ -1,4 +1,10 @@
-import { Inject, Injectable, UnauthorizedException, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  UnauthorizedException,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
 import { timingSafeEqual } from 'node:crypto';
 
 export const API_TOKEN = Symbol('API_TOKEN');

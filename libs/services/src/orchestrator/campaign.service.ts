@@ -65,7 +65,11 @@ export class CampaignService {
     if (!run) return false;
     const changed = await this.runs.transition(runId, 'aborted', { reason });
     if (changed) {
-      await this.bus.publish(Topics.runControl, { ...envelope(run.campaignId, runId), kind: 'abort', reason });
+      await this.bus.publish(Topics.runControl, {
+        ...envelope(run.campaignId, runId),
+        kind: 'abort',
+        reason,
+      });
     }
     return changed;
   }

@@ -3,7 +3,7 @@ import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
 import { CampaignRepository, RunRepository } from '@fathom/storage';
 import { Topics, type RunReport, type SloTierChange, type RunLifecycle } from '@fathom/contracts';
 import { decideRerun } from '@fathom/analysis';
-import { ConsumerGroups } from '../runtime/service-name';
+import { consumerGroup } from '../runtime/service-name';
 import { CampaignService } from './campaign.service';
 
 /**
@@ -29,11 +29,22 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
   ) {}
 
   async onModuleInit(): Promise<void> {
-    const group = ConsumerGroups.orchestrator;
     this.subscriptions.push(
-      await this.bus.subscribe(Topics.runLifecycle, { group }, (e) => this.onLifecycle(e)),
-      await this.bus.subscribe(Topics.runReport, { group }, (e) => this.onReport(e)),
-      await this.bus.subscribe(Topics.sloTier, { group }, (e) => this.onTierChange(e)),
+      await this.bus.subscribe(
+        Topics.runLifecycle,
+        { group: consumerGroup('orchestrator', Topics.runLifecycle) },
+        (e) => this.onLifecycle(e),
+      ),
+      await this.bus.subscribe(
+        Topics.runReport,
+        { group: consumerGroup('orchestrator', Topics.runReport) },
+        (e) => this.onReport(e),
+      ),
+      await this.bus.subscribe(
+        Topics.sloTier,
+        { group: consumerGroup('orchestrator', Topics.sloTier) },
+        (e) => this.onTierChange(e),
+      ),
     );
   }
 
@@ -52,7 +63,10 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
     const { summary } = event;
     await this.runs.saveSummary(event.runId, summary);
     if (summary.status === 'failed') {
-      await this.runs.transition(event.runId, 'failed', { reason: summary.reason ?? 'failed', at: summary.endedAt ?? undefined });
+      await this.runs.transition(event.runId, 'failed', {
+        reason: summary.reason ?? 'failed',
+        at: summary.endedAt ?? undefined,
+      });
     } else if (summary.status === 'completed') {
       await this.runs.transition(event.runId, 'completed', { at: summary.endedAt ?? undefined });
     }
@@ -89,7 +103,11 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
       {
         rerunsStarted: history.filter((r) => r.trigger === 'rerun').length,
         rerunPending: this.pendingRerun.has(campaignId),
-        lastRunEndedAt: history.some((r) => r.endedAt === null) ? null : ended.length ? Math.max(...ended) : null,
+        lastRunEndedAt: history.some((r) => r.endedAt === null)
+          ? null
+          : ended.length
+            ? Math.max(...ended)
+            : null,
       },
       Date.now(),
     );

@@ -1,4 +1,11 @@
-import { Logger, Module, type DynamicModule, type INestApplication, type LogLevel, type Type } from '@nestjs/common';
+import {
+  Logger,
+  Module,
+  type DynamicModule,
+  type INestApplication,
+  type LogLevel,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { Registry } from 'prom-client';
 import { BusModule, type Bus } from '@fathom/bus';
@@ -63,7 +70,8 @@ class FathomRootModule {
  * database are created by the caller and closed by it.
  */
 export async function createFathomApp(options: FathomAppOptions): Promise<FathomApp> {
-  const registry = options.registry ?? createMetricsRegistry(options.services.length > 1 ? 'fathom' : options.services[0]);
+  const registry =
+    options.registry ?? createMetricsRegistry(options.services.length > 1 ? 'fathom' : options.services[0]);
   const app = await NestFactory.create(FathomRootModule.with(options, registry), {
     logger: options.logLevels ?? ['error', 'warn', 'log'],
     abortOnError: false,

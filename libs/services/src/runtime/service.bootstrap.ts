@@ -11,7 +11,10 @@ import type { ServiceName } from './service-name';
  * starts tracing, connects the bus (Kafka when FATHOM_BUS=kafka) and the database (PostgreSQL
  * when DATABASE_URL is set) and serves /health and /metrics. Stops cleanly on SIGTERM/SIGINT.
  */
-export async function runServiceFromEnv(service: ServiceName, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function runServiceFromEnv(
+  service: ServiceName,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
   const logger = new Logger(service);
   const config = parseServiceEnv(env);
   startTracing(`fathom-${service}`, env);

@@ -1,7 +1,7 @@
 import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
 import { Topics, envelope, type RequestTelemetry, type SemanticSignal } from '@fathom/contracts';
-import { ConsumerGroups } from '../runtime/service-name';
+import { consumerGroup } from '../runtime/service-name';
 import { tokenStats } from './token-stats.util';
 
 /** Reads request telemetry and publishes the token-level view of every response. */
@@ -14,7 +14,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   async onModuleInit(): Promise<void> {
     this.subscription = await this.bus.subscribe(
       Topics.requestTelemetry,
-      { group: ConsumerGroups.semanticMonitor },
+      { group: consumerGroup('semantic-monitor', Topics.requestTelemetry) },
       (batch) => this.onBatch(batch),
     );
   }

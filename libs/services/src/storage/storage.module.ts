@@ -31,7 +31,14 @@ export class StorageModule implements OnModuleInit {
         { provide: RunReportRepository, useFactory: () => new RunReportRepository(database) },
         { provide: BaselineRepository, useFactory: () => new BaselineRepository(database) },
       ],
-      exports: [DATABASE, CampaignRepository, RunRepository, RunEventRepository, RunReportRepository, BaselineRepository],
+      exports: [
+        DATABASE,
+        CampaignRepository,
+        RunRepository,
+        RunEventRepository,
+        RunReportRepository,
+        BaselineRepository,
+      ],
     };
   }
 

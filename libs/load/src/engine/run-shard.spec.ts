@@ -223,4 +223,53 @@ describe(runShard.name, () => {
       await target.close();
     }
   });
+
+  it('sweeps: synchronous, throughput, then rates evenly between the two', async () => {
+    const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 10 }));
+    const { sink } = collectingSink();
+    try {
+      const sut = await runShard({
+        spec: spec(target.url, { concurrency: 8, durationMs: 2000, profile: { type: 'sweep', rates: 2 } }, { type: 'chat', prompts: ['hi'], stream: false }),
+        shard: shard0,
+        ...ids,
+        sink,
+        signal: new AbortController().signal,
+      });
+      const sweep = sut.sweep!;
+      // One user at ~10 ms per request vs eight users: the throughput phase is several times faster.
+      expect(sweep.throughputRate).toBeGreaterThan(3 * sweep.synchronousRate);
+      expect(sweep.rates).toHaveLength(2);
+      expect(sweep.rates[0]).toBeCloseTo(sweep.synchronousRate + (sweep.throughputRate - sweep.synchronousRate) / 3);
+      expect(sut.errors).toBe(0);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it('replays a JSONL trace with its recorded prompts and gaps', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(mkdtempSync(join(tmpdir(), 'fathom-replay-')), 'trace.jsonl');
+    writeFileSync(file, [0, 100, 200, 300].map((t) => JSON.stringify({ timestampMs: 5000 + t, prompt: `at ${t}` })).join('\n'));
+    const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 1 }));
+    const { sink } = collectingSink();
+    try {
+      const sut = await runShard({
+        spec: spec(target.url, { concurrency: 2, durationMs: 1000, profile: { type: 'replay', path: file, speed: 2 } }, { type: 'chat', prompts: ['unused'], stream: false }),
+        shard: shard0,
+        ...ids,
+        sink,
+        signal: new AbortController().signal,
+      });
+      expect(sut.sent).toBe(4);
+      const prompts = target.received.map((r) => JSON.parse(r.body).messages.at(-1).content);
+      expect(prompts).toEqual(['at 0', 'at 100', 'at 200', 'at 300']);
+      const gap = target.received[3].receivedMono - target.received[0].receivedMono;
+      expect(gap).toBeGreaterThan(140); // 300 ms recorded at speed 2
+      expect(gap).toBeLessThan(260);
+    } finally {
+      await target.close();
+    }
+  });
 });

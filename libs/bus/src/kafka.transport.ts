@@ -248,8 +248,32 @@ class KafkaSubscription implements Subscription {
     private readonly settings: SubscriptionSettings,
   ) {}
 
-  /** Starts the consumer and resolves once it joined its group and holds its partitions. */
+  /**
+   * Starts the consumer and resolves once it joined its group and holds its partitions. A failed
+   * join (the mock broker, for one, sometimes refuses a SyncGroup when members join at once) is
+   * retried with a fresh consumer until `joinTimeoutMs` has passed.
+   */
   async start(): Promise<void> {
+    const deadline = Date.now() + this.settings.joinTimeoutMs;
+    for (;;) {
+      try {
+        return await this.startOnce(deadline - Date.now());
+      } catch (error) {
+        const failed = this.consumer;
+        await failed?.disconnect().catch(() => undefined);
+        if (this.closed || Date.now() + this.settings.restartDelayMs >= deadline) throw error;
+        this.logger.warn('consumer could not join its group; retrying', {
+          topic: this.topicName,
+          group: this.options.group,
+          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        });
+        await new Promise((wake) => setTimeout(wake, this.settings.restartDelayMs));
+        if (this.closed) throw error;
+      }
+    }
+  }
+
+  private async startOnce(joinTimeoutMs: number): Promise<void> {
     const consumer = this.kafka.consumer({
       groupId: this.options.group,
       sessionTimeout: this.settings.sessionTimeout,
@@ -260,15 +284,18 @@ class KafkaSubscription implements Subscription {
     this.consumer = consumer;
     let joinedOrFailed: { resolve: () => void; reject: (error: Error) => void } | null = null;
     const joined = new Promise<void>((resolve, reject) => (joinedOrFailed = { resolve, reject }));
+    joined.catch(() => undefined); // awaited below, unless connect or run failed first
     const stopJoinListener = consumer.on(consumer.events.GROUP_JOIN, () => joinedOrFailed?.resolve());
+    let hasJoined = false;
     consumer.on(consumer.events.CRASH, ({ payload }) => {
-      joinedOrFailed?.reject(payload.error);
-      // kafkajs restarts the consumer itself after a retriable error; otherwise it is dead.
-      if (!payload.restart) this.scheduleRestart(consumer, payload.error);
+      // Before the first join, start() retries; after it, kafkajs restarts the consumer itself
+      // after a retriable error, and a consumer it gave up on is restarted here.
+      if (!hasJoined) joinedOrFailed?.reject(payload.error);
+      else if (!payload.restart) this.scheduleRestart(consumer, payload.error);
     });
     const timer = setTimeout(
-      () => joinedOrFailed?.reject(new Error(`consumer of ${this.topicName} did not join group ${this.options.group} in ${this.settings.joinTimeoutMs} ms`)),
-      this.settings.joinTimeoutMs,
+      () => joinedOrFailed?.reject(new Error(`consumer of ${this.topicName} did not join group ${this.options.group} in time`)),
+      joinTimeoutMs,
     );
     try {
       await consumer.connect();
@@ -280,6 +307,7 @@ class KafkaSubscription implements Subscription {
         eachBatch: (payload) => this.handleBatch(payload),
       });
       await joined;
+      hasJoined = true;
     } finally {
       clearTimeout(timer);
       stopJoinListener();

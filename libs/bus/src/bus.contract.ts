@@ -55,7 +55,9 @@ export class Inbox<T> {
       };
       const timer = setTimeout(() => {
         this.waiters.delete(check);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; have ${this.items.length} items`));
+        reject(
+          new Error(`timed out after ${timeoutMs} ms waiting for ${what}; have ${this.items.length} items`),
+        );
       }, timeoutMs);
       this.waiters.add(check);
     });
@@ -113,10 +115,18 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
      * Subscribes a collector of the dead letters `group` wrote for messages keyed `key`. (A group
      * reading from the beginning also dead-letters the malformed messages of earlier tests.)
      */
-    async function collectDeadLetters(group: string, key: string, into: Inbox<DeadLetter>): Promise<Subscription> {
-      return sut.bus.subscribe(Topics.deadLetter, { group: sut.group('dlq-watch'), fromBeginning: true }, (letter) => {
-        if (letter.consumerGroup === group && letter.key === key) into.push(letter);
-      });
+    async function collectDeadLetters(
+      group: string,
+      key: string,
+      into: Inbox<DeadLetter>,
+    ): Promise<Subscription> {
+      return sut.bus.subscribe(
+        Topics.deadLetter,
+        { group: sut.group('dlq-watch'), fromBeginning: true },
+        (letter) => {
+          if (letter.consumerGroup === group && letter.key === key) into.push(letter);
+        },
+      );
     }
 
     it('keeps the events of one key in order', async () => {
@@ -124,7 +134,8 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
       await collect(sut.group('ordered'), inbox);
       const runs = ['run-a', 'run-b'];
       for (let sent = 0; sent < 40; sent++) {
-        for (const run of runs) await sut.bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, run, sent));
+        for (const run of runs)
+          await sut.bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, run, sent));
       }
       await inbox.until((items) => items.length === 80, '80 events');
       for (const run of runs) {
@@ -156,7 +167,9 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
         sut.bus.subscribe(Topics.runLifecycle, { group, fromBeginning: true }, member('a')),
         sut.member().subscribe(Topics.runLifecycle, { group, fromBeginning: true }, member('b')),
       ]);
-      const events = Array.from({ length: 60 }, (_, i) => lifecycleEvent(campaignId, `run-${randomUUID()}`, i));
+      const events = Array.from({ length: 60 }, (_, i) =>
+        lifecycleEvent(campaignId, `run-${randomUUID()}`, i),
+      );
       await sut.bus.publishMany(Topics.runLifecycle, events);
       await deliveries.until((items) => items.length >= 60, '60 events over both members');
       await deliveries.quietFor(300);
@@ -215,14 +228,18 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
       const handled = new Inbox<RunLifecycle>();
       await Promise.all([
         collectDeadLetters(group, runId, deadLetters),
-        sut.bus.subscribe(Topics.runLifecycle, { group, fromBeginning: true, maxAttempts: 2 }, (event, context) => {
-          if (!ours(event)) return;
-          if (event.id === poison.id) {
-            attempts.push(context.attempt);
-            throw new Error('analyzer cannot take this event');
-          }
-          handled.push(event);
-        }),
+        sut.bus.subscribe(
+          Topics.runLifecycle,
+          { group, fromBeginning: true, maxAttempts: 2 },
+          (event, context) => {
+            if (!ours(event)) return;
+            if (event.id === poison.id) {
+              attempts.push(context.attempt);
+              throw new Error('analyzer cannot take this event');
+            }
+            handled.push(event);
+          },
+        ),
       ]);
       await sut.bus.publish(Topics.runLifecycle, poison);
       await sut.bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, runId, 1));
@@ -272,10 +289,17 @@ export function describeBusContract(name: string, makeBus: () => BusUnderTest | 
 
       it('carries headers and the trace context from publisher to handler', async () => {
         const received = new Inbox<{ headers: MessageContext['headers']; traceId: string | undefined }>();
-        await sut.bus.subscribe(Topics.runLifecycle, { group: sut.group('traced'), fromBeginning: true }, (event, context) => {
-          if (!ours(event)) return;
-          received.push({ headers: context.headers, traceId: trace.getSpanContext(otelContext.active())?.traceId });
-        });
+        await sut.bus.subscribe(
+          Topics.runLifecycle,
+          { group: sut.group('traced'), fromBeginning: true },
+          (event, context) => {
+            if (!ours(event)) return;
+            received.push({
+              headers: context.headers,
+              traceId: trace.getSpanContext(otelContext.active())?.traceId,
+            });
+          },
+        );
         const tracer = trace.getTracer('bus-contract');
         const traceId = await tracer.startActiveSpan('publish', async (span) => {
           await sut.bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-traced', 0), {

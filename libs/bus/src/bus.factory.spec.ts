@@ -10,12 +10,18 @@ describe(busConfigFromEnv.name, () => {
 
   it('reads the Kafka brokers and client id', () => {
     expect(
-      busConfigFromEnv({ FATHOM_BUS: 'kafka', KAFKA_BROKERS: ' kafka-1:9092, kafka-2:9092,', KAFKA_CLIENT_ID: 'analyzer' }),
+      busConfigFromEnv({
+        FATHOM_BUS: 'kafka',
+        KAFKA_BROKERS: ' kafka-1:9092, kafka-2:9092,',
+        KAFKA_CLIENT_ID: 'analyzer',
+      }),
     ).toEqual({ kind: 'kafka', brokers: ['kafka-1:9092', 'kafka-2:9092'], clientId: 'analyzer' });
   });
 
   it('uses the default client id when none is set', () => {
-    expect(busConfigFromEnv({ FATHOM_BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9092' }, 'orchestrator')).toMatchObject({
+    expect(
+      busConfigFromEnv({ FATHOM_BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9092' }, 'orchestrator'),
+    ).toMatchObject({
       clientId: 'orchestrator',
     });
   });
@@ -32,7 +38,10 @@ describe(busConfigFromEnv.name, () => {
 describe(createBus.name, () => {
   it('builds the transport the config names', async () => {
     const memory = createBus({ kind: 'memory' });
-    const kafka = createBus({ kind: 'kafka', brokers: ['127.0.0.1:1'], clientId: 'factory-test' }, recordingBusLogger());
+    const kafka = createBus(
+      { kind: 'kafka', brokers: ['127.0.0.1:1'], clientId: 'factory-test' },
+      recordingBusLogger(),
+    );
     expect(memory).toBeInstanceOf(InMemoryBus);
     expect(kafka).toBeInstanceOf(KafkaBus);
     await Promise.all([memory.close(), kafka.close()]);

@@ -32,7 +32,8 @@ export function busConfigFromEnv(env: NodeJS.ProcessEnv, defaultClientId = 'fath
     .split(',')
     .map((address) => address.trim())
     .filter((address) => address.length > 0);
-  if (brokers.length === 0) throw new Error('KAFKA_BROKERS must list at least one host:port when FATHOM_BUS=kafka');
+  if (brokers.length === 0)
+    throw new Error('KAFKA_BROKERS must list at least one host:port when FATHOM_BUS=kafka');
   const malformed = brokers.find((address) => !/^[^\s:]+:\d{1,5}$/.test(address));
   if (malformed) throw new Error(`KAFKA_BROKERS entry "${malformed}" is not host:port`);
   const clientId = env.KAFKA_CLIENT_ID?.trim() || defaultClientId;

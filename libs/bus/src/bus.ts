@@ -12,7 +12,10 @@ export interface MessageContext {
   readonly attempt: number;
 }
 
-export type Handler<S extends z.ZodType> = (event: z.infer<S>, context: MessageContext) => Promise<void> | void;
+export type Handler<S extends z.ZodType> = (
+  event: z.infer<S>,
+  context: MessageContext,
+) => Promise<void> | void;
 
 export interface PublishOptions {
   /** Overrides the topic's `keyOf`. */
@@ -46,7 +49,11 @@ export interface Subscription {
  * - handlers are called at most once per event id per group within a process (idempotency).
  */
 export interface Bus {
-  publish<S extends z.ZodType>(topic: TopicDef<S>, event: z.infer<S>, options?: PublishOptions): Promise<void>;
+  publish<S extends z.ZodType>(
+    topic: TopicDef<S>,
+    event: z.infer<S>,
+    options?: PublishOptions,
+  ): Promise<void>;
   publishMany<S extends z.ZodType>(topic: TopicDef<S>, events: readonly z.infer<S>[]): Promise<void>;
   /** Publishes bytes that bypass validation on the way out (replaying dead letters, tests). */
   publishRaw(topicName: string, value: Buffer | string, key?: string | null): Promise<void>;

@@ -52,7 +52,12 @@ export class ConsumePipeline<S extends z.ZodType> {
     const { topic, seen } = this.options;
     const decoded = decodeEvent(topic.schema, message.value);
     if (!decoded.ok) {
-      return this.deadLetter(message, { reason: decoded.reason, error: decoded.error, attempts: 0, parsed: decoded.parsed });
+      return this.deadLetter(message, {
+        reason: decoded.reason,
+        error: decoded.error,
+        attempts: 0,
+        parsed: decoded.parsed,
+      });
     }
     const event = decoded.event as z.infer<S> & { id?: unknown };
     const eventId = typeof event.id === 'string' ? event.id : null;

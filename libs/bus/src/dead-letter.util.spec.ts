@@ -13,7 +13,14 @@ describe(buildDeadLetter.name, () => {
 
   it('keeps the original bytes, where they came from and the run ids it could read', () => {
     const letter = buildDeadLetter(
-      { message, group: 'analyzer', reason: 'schema-mismatch', error: 'phase: invalid', attempts: 0, parsed: JSON.parse(message.value.toString()) },
+      {
+        message,
+        group: 'analyzer',
+        reason: 'schema-mismatch',
+        error: 'phase: invalid',
+        attempts: 0,
+        parsed: JSON.parse(message.value.toString()),
+      },
       1_700_000_000_000,
     );
     expect(DeadLetterSchema.parse(letter)).toEqual(letter);
@@ -31,7 +38,13 @@ describe(buildDeadLetter.name, () => {
   });
 
   it('leaves the run ids null when nothing could be parsed', () => {
-    const letter = buildDeadLetter({ message: { ...message, value: null }, group: 'g', reason: 'invalid-json', error: 'no value', attempts: 0 });
+    const letter = buildDeadLetter({
+      message: { ...message, value: null },
+      group: 'g',
+      reason: 'invalid-json',
+      error: 'no value',
+      attempts: 0,
+    });
     expect(letter).toMatchObject({ campaignId: null, runId: null, payloadBase64: '' });
   });
 });

@@ -6,11 +6,16 @@ import { InvalidEventError, decodeEvent, encodeEvent } from './event.codec';
 describe('event codec', () => {
   it('decodes what it encodes', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1 }), fc.string({ minLength: 1 }), fc.nat(), (campaignId, runId, sent) => {
-        const event = lifecycleEvent(campaignId, runId, sent);
-        const decoded = decodeEvent(Topics.runLifecycle.schema, encodeEvent(Topics.runLifecycle, event));
-        expect(decoded).toEqual({ ok: true, event });
-      }),
+      fc.property(
+        fc.string({ minLength: 1 }),
+        fc.string({ minLength: 1 }),
+        fc.nat(),
+        (campaignId, runId, sent) => {
+          const event = lifecycleEvent(campaignId, runId, sent);
+          const decoded = decodeEvent(Topics.runLifecycle.schema, encodeEvent(Topics.runLifecycle, event));
+          expect(decoded).toEqual({ ok: true, event });
+        },
+      ),
     );
   });
 
@@ -25,13 +30,19 @@ describe('event codec', () => {
   });
 
   it('calls well-formed JSON of the wrong shape a schema mismatch and names the field', () => {
-    const decoded = decodeEvent(Topics.runLifecycle.schema, Buffer.from(JSON.stringify({ ...lifecycleEvent('c', 'r', 0), shard: 'one' })));
+    const decoded = decodeEvent(
+      Topics.runLifecycle.schema,
+      Buffer.from(JSON.stringify({ ...lifecycleEvent('c', 'r', 0), shard: 'one' })),
+    );
     expect(decoded).toMatchObject({ ok: false, reason: 'schema-mismatch' });
     expect(!decoded.ok && decoded.error).toContain('shard');
   });
 
   it('calls a tombstone (no value) invalid JSON', () => {
-    expect(decodeEvent(Topics.runLifecycle.schema, null)).toMatchObject({ ok: false, reason: 'invalid-json' });
+    expect(decodeEvent(Topics.runLifecycle.schema, null)).toMatchObject({
+      ok: false,
+      reason: 'invalid-json',
+    });
   });
 
   it('refuses to encode an event its topic schema rejects, naming the topic', () => {

@@ -6,7 +6,12 @@ export type DecodeFailureReason = 'invalid-json' | 'schema-mismatch';
 
 export type DecodeResult<T> =
   | { readonly ok: true; readonly event: T }
-  | { readonly ok: false; readonly reason: DecodeFailureReason; readonly error: string; readonly parsed?: unknown };
+  | {
+      readonly ok: false;
+      readonly reason: DecodeFailureReason;
+      readonly error: string;
+      readonly parsed?: unknown;
+    };
 
 /** Thrown by `encodeEvent` when a publisher hands over an event its topic's schema rejects. */
 export class InvalidEventError extends Error {
@@ -33,7 +38,11 @@ export function decodeEvent<S extends z.ZodType>(schema: S, value: Buffer | null
   try {
     parsed = JSON.parse(value.toString('utf8'));
   } catch (error) {
-    return { ok: false, reason: 'invalid-json', error: error instanceof Error ? error.message : String(error) };
+    return {
+      ok: false,
+      reason: 'invalid-json',
+      error: error instanceof Error ? error.message : String(error),
+    };
   }
   const checked = schema.safeParse(parsed);
   if (!checked.success) {

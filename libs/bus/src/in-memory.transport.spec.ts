@@ -31,7 +31,8 @@ describe(InMemoryBus.name, () => {
       await gate;
       inbox.push(event);
     });
-    for (let sent = 0; sent < 5; sent++) await sut.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
+    for (let sent = 0; sent < 5; sent++)
+      await sut.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
     expect(inbox.items).toHaveLength(0);
     release();
     await inbox.until((items) => items.length === 5, '5 events');
@@ -42,7 +43,9 @@ describe(InMemoryBus.name, () => {
     const latest = new Inbox<RunLifecycle>();
     const earliest = new Inbox<RunLifecycle>();
     await sut.subscribe(Topics.runLifecycle, { group: 'latest' }, (e) => latest.push(e));
-    await sut.subscribe(Topics.runLifecycle, { group: 'earliest', fromBeginning: true }, (e) => earliest.push(e));
+    await sut.subscribe(Topics.runLifecycle, { group: 'earliest', fromBeginning: true }, (e) =>
+      earliest.push(e),
+    );
     await sut.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', 1));
     await earliest.until((items) => items.length === 2, 'both events');
     await latest.until((items) => items.length === 1, 'the later event');
@@ -72,7 +75,8 @@ describe(InMemoryBus.name, () => {
       inbox.push(event);
     });
     // 20 events on one key (one partition), retention 3: the lagging group still gets all 20.
-    for (let sent = 0; sent < 20; sent++) await sut.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
+    for (let sent = 0; sent < 20; sent++)
+      await sut.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
     release();
     await inbox.until((items) => items.length === 20, '20 events');
     expect(inbox.items.map((e) => e.counts.sent)).toEqual(Array.from({ length: 20 }, (_, i) => i));

@@ -121,7 +121,11 @@ export class InMemoryBus implements Bus {
     }
   }
 
-  async publish<S extends z.ZodType>(topic: TopicDef<S>, event: z.infer<S>, options: PublishOptions = {}): Promise<void> {
+  async publish<S extends z.ZodType>(
+    topic: TopicDef<S>,
+    event: z.infer<S>,
+    options: PublishOptions = {},
+  ): Promise<void> {
     this.assertOpen();
     const value = encodeEvent(topic, event);
     this.append(topic.name, options.key ?? topic.keyOf(event), withTraceContext(options.headers), value);
@@ -136,7 +140,12 @@ export class InMemoryBus implements Bus {
 
   async publishRaw(topicName: string, value: Buffer | string, key: string | null = null): Promise<void> {
     this.assertOpen();
-    this.append(topicName, key, withTraceContext(), typeof value === 'string' ? Buffer.from(value, 'utf8') : value);
+    this.append(
+      topicName,
+      key,
+      withTraceContext(),
+      typeof value === 'string' ? Buffer.from(value, 'utf8') : value,
+    );
   }
 
   async subscribe<S extends z.ZodType>(
@@ -158,7 +167,12 @@ export class InMemoryBus implements Bus {
         handler,
         seen: this.seenFor(options.group),
         publishDeadLetter: async (deadLetter) =>
-          this.append(Topics.deadLetter.name, Topics.deadLetter.keyOf(deadLetter), {}, encodeEvent(Topics.deadLetter, deadLetter)),
+          this.append(
+            Topics.deadLetter.name,
+            Topics.deadLetter.keyOf(deadLetter),
+            {},
+            encodeEvent(Topics.deadLetter, deadLetter),
+          ),
         logger: this.logger,
         maxAttempts: options.maxAttempts,
         retryBackoffMs: this.options.retryBackoffMs,
@@ -222,7 +236,12 @@ export class InMemoryBus implements Bus {
     return seen;
   }
 
-  private append(topicName: string, key: string | null, headers: Readonly<Record<string, string>>, value: Buffer): void {
+  private append(
+    topicName: string,
+    key: string | null,
+    headers: Readonly<Record<string, string>>,
+    value: Buffer,
+  ): void {
     const log = this.topicLog(topicName);
     log.partitions[log.partitionFor(key)].messages.push({ key, headers, value });
     this.scheduleDelivery(log);

@@ -36,7 +36,10 @@ describe(`${KafkaBus.name} over the Kafka-protocol test broker`, () => {
     };
     const first = testBus(config);
     await first.subscribe(Topics.runLifecycle, { group, fromBeginning: true }, handler(handledBy.first));
-    await waitFor(() => handledBy.first.length >= 60, { timeoutMs: 20_000, description: '60 events on the first consumer' });
+    await waitFor(() => handledBy.first.length >= 60, {
+      timeoutMs: 20_000,
+      description: '60 events on the first consumer',
+    });
     await first.close();
     const handledBeforeStop = handledBy.first.length;
     expect(handledBeforeStop).toBeLessThan(total);
@@ -85,9 +88,13 @@ describe(`${KafkaBus.name} over the Kafka-protocol test broker`, () => {
       ],
     }));
     const received = new Inbox<string>();
-    await bus.subscribe(Topics.requestTelemetry, { group: config.group('semantic'), fromBeginning: true }, (event) => {
-      if (event.campaignId === campaignId) received.push(event.records[0].requestId);
-    });
+    await bus.subscribe(
+      Topics.requestTelemetry,
+      { group: config.group('semantic'), fromBeginning: true },
+      (event) => {
+        if (event.campaignId === campaignId) received.push(event.records[0].requestId);
+      },
+    );
     await bus.publishMany(Topics.requestTelemetry, batch);
     await received.until((items) => new Set(items).size === 1000, '1000 telemetry events', 30_000);
     expect(new Set(received.items)).toEqual(new Set(batch.map((e) => e.records[0].requestId)));
@@ -98,6 +105,8 @@ describe(`${KafkaBus.name} over the Kafka-protocol test broker`, () => {
     const bus = new KafkaBus({ ...testKafkaConfig('bus-admin'), logger });
     closeAfter.push(bus);
     await bus.publish(Topics.runLifecycle, lifecycleEvent('campaign-admin', 'run-admin', 0));
-    expect(logger.lines.some((line) => line.startsWith('warn could not create the Fathom topics'))).toBe(true);
+    expect(logger.lines.some((line) => line.startsWith('warn could not create the Fathom topics'))).toBe(
+      true,
+    );
   });
 });

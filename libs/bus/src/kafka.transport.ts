@@ -101,15 +101,25 @@ export class KafkaBus implements Bus {
     });
   }
 
-  async publish<S extends z.ZodType>(topic: TopicDef<S>, event: z.infer<S>, options: PublishOptions = {}): Promise<void> {
+  async publish<S extends z.ZodType>(
+    topic: TopicDef<S>,
+    event: z.infer<S>,
+    options: PublishOptions = {},
+  ): Promise<void> {
     const value = encodeEvent(topic, event);
-    await this.send(topic.name, [{ key: options.key ?? topic.keyOf(event), value, headers: withTraceContext(options.headers) }]);
+    await this.send(topic.name, [
+      { key: options.key ?? topic.keyOf(event), value, headers: withTraceContext(options.headers) },
+    ]);
   }
 
   async publishMany<S extends z.ZodType>(topic: TopicDef<S>, events: readonly z.infer<S>[]): Promise<void> {
     if (events.length === 0) return;
     const headers = withTraceContext();
-    const messages = events.map((event) => ({ key: topic.keyOf(event), value: encodeEvent(topic, event), headers }));
+    const messages = events.map((event) => ({
+      key: topic.keyOf(event),
+      value: encodeEvent(topic, event),
+      headers,
+    }));
     await this.send(topic.name, messages, CompressionTypes.GZIP);
   }
 
@@ -174,7 +184,9 @@ export class KafkaBus implements Bus {
 
   private publishDeadLetter(deadLetter: DeadLetter): Promise<void> {
     const value = encodeEvent(Topics.deadLetter, deadLetter);
-    return this.send(Topics.deadLetter.name, [{ key: Topics.deadLetter.keyOf(deadLetter), value, headers: withTraceContext() }]);
+    return this.send(Topics.deadLetter.name, [
+      { key: Topics.deadLetter.keyOf(deadLetter), value, headers: withTraceContext() },
+    ]);
   }
 
   private async send(topic: string, messages: Message[], compression = CompressionTypes.None): Promise<void> {
@@ -212,7 +224,10 @@ export class KafkaBus implements Bus {
           });
         })(),
         new Promise((_, fail) => {
-          timer = setTimeout(() => fail(new Error(`no answer in ${CREATE_TOPICS_TIMEOUT_MS} ms`)), CREATE_TOPICS_TIMEOUT_MS);
+          timer = setTimeout(
+            () => fail(new Error(`no answer in ${CREATE_TOPICS_TIMEOUT_MS} ms`)),
+            CREATE_TOPICS_TIMEOUT_MS,
+          );
         }),
       ]);
     } catch (error) {
@@ -294,7 +309,10 @@ class KafkaSubscription implements Subscription {
       else if (!payload.restart) this.scheduleRestart(consumer, payload.error);
     });
     const timer = setTimeout(
-      () => joinedOrFailed?.reject(new Error(`consumer of ${this.topicName} did not join group ${this.options.group} in time`)),
+      () =>
+        joinedOrFailed?.reject(
+          new Error(`consumer of ${this.topicName} did not join group ${this.options.group} in time`),
+        ),
       joinTimeoutMs,
     );
     try {
@@ -326,7 +344,13 @@ class KafkaSubscription implements Subscription {
     }
   }
 
-  private async handleBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  private async handleBatch({
+    batch,
+    resolveOffset,
+    heartbeat,
+    isRunning,
+    isStale,
+  }: EachBatchPayload): Promise<void> {
     for (const message of batch.messages) {
       if (!isRunning() || isStale()) return;
       await this.pipeline.process({
@@ -360,7 +384,11 @@ class KafkaSubscription implements Subscription {
         .catch(() => undefined)
         .then(() => (this.closed ? undefined : this.start()))
         .catch((restartError: unknown) => {
-          if (this.consumer) this.scheduleRestart(this.consumer, restartError instanceof Error ? restartError : new Error(String(restartError)));
+          if (this.consumer)
+            this.scheduleRestart(
+              this.consumer,
+              restartError instanceof Error ? restartError : new Error(String(restartError)),
+            );
         });
     }, this.settings.restartDelayMs);
   }

@@ -21,12 +21,16 @@ describe(SeenIds.name, () => {
 
   it('never holds more than its capacity', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 200 }), (capacity, ids) => {
-        const sut = new SeenIds(capacity);
-        ids.forEach((id) => sut.add(id));
-        expect(sut.size).toBeLessThanOrEqual(capacity);
-        if (ids.length > 0) expect(sut.has(ids[ids.length - 1])).toBe(true);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.array(fc.string({ maxLength: 3 }), { maxLength: 200 }),
+        (capacity, ids) => {
+          const sut = new SeenIds(capacity);
+          ids.forEach((id) => sut.add(id));
+          expect(sut.size).toBeLessThanOrEqual(capacity);
+          if (ids.length > 0) expect(sut.has(ids[ids.length - 1])).toBe(true);
+        },
+      ),
     );
   });
 

@@ -9,7 +9,8 @@ export class SeenIds {
   private readonly ids = new Map<string, true>();
 
   constructor(readonly capacity = 100_000) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be a positive integer, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`capacity must be a positive integer, got ${capacity}`);
   }
 
   get size(): number {

@@ -3,7 +3,9 @@ import { waitFor } from './wait-for.util';
 describe(waitFor.name, () => {
   it('resolves with the first truthy value', async () => {
     let calls = 0;
-    await expect(waitFor(() => (++calls >= 3 ? `after ${calls}` : null), { intervalMs: 1 })).resolves.toBe('after 3');
+    await expect(waitFor(() => (++calls >= 3 ? `after ${calls}` : null), { intervalMs: 1 })).resolves.toBe(
+      'after 3',
+    );
   });
 
   it('times out naming what it waited for and the last error', async () => {

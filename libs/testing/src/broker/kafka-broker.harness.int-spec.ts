@@ -10,7 +10,9 @@ describe(startKafkaBroker.name, () => {
     try {
       const admin = kafka.admin();
       await admin.connect();
-      const metadata = await admin.fetchTopicMetadata({ topics: [...ALL_TOPIC_NAMES, 'fathom.test.extra.v1'] });
+      const metadata = await admin.fetchTopicMetadata({
+        topics: [...ALL_TOPIC_NAMES, 'fathom.test.extra.v1'],
+      });
       await admin.disconnect();
       expect(metadata.topics).toHaveLength(ALL_TOPIC_NAMES.length + 1);
       for (const topic of metadata.topics) expect(topic.partitions).toHaveLength(2);
@@ -18,7 +20,12 @@ describe(startKafkaBroker.name, () => {
       await sut.stop();
     }
     const [host, port] = sut.brokers[0].split(':');
-    const probe = new Kafka({ clientId: 'harness-probe', brokers: [`${host}:${port}`], logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+    const probe = new Kafka({
+      clientId: 'harness-probe',
+      brokers: [`${host}:${port}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+    });
     const admin = probe.admin();
     await expect(admin.connect()).rejects.toThrow();
   });

@@ -31,7 +31,9 @@ function workspaceRoot(): string {
  * Compiles the launcher once per source version into node_modules/.cache and returns its path.
  * Concurrent callers are safe: each compiles to a temporary name and renames into place.
  */
-export function compileKafkaBroker(cacheRoot = join(workspaceRoot(), 'node_modules', '.cache', 'fathom-broker')): string {
+export function compileKafkaBroker(
+  cacheRoot = join(workspaceRoot(), 'node_modules', '.cache', 'fathom-broker'),
+): string {
   const source = readFileSync(SOURCE);
   const digest = createHash('sha256').update(source).digest('hex').slice(0, 16);
   const dir = join(cacheRoot, digest);
@@ -79,7 +81,9 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
     let stdout = '';
     const timer = setTimeout(() => {
       child.kill('SIGTERM');
-      fail(new Error(`Kafka test broker printed no bootstrap list within ${BOOTSTRAP_TIMEOUT_MS} ms: ${stderr}`));
+      fail(
+        new Error(`Kafka test broker printed no bootstrap list within ${BOOTSTRAP_TIMEOUT_MS} ms: ${stderr}`),
+      );
     }, BOOTSTRAP_TIMEOUT_MS);
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       stdout += chunk;

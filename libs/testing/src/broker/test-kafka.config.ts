@@ -21,7 +21,8 @@ export interface TestKafkaConfig {
 export function testKafkaConfig(prefix: string, env: NodeJS.ProcessEnv = process.env): TestKafkaConfig {
   const list = env[TEST_KAFKA_BROKERS_ENV];
   if (!list) {
-    const why = env[TEST_KAFKA_ERROR_ENV] ?? `${TEST_KAFKA_BROKERS_ENV} is not set (is jest's global setup in use?)`;
+    const why =
+      env[TEST_KAFKA_ERROR_ENV] ?? `${TEST_KAFKA_BROKERS_ENV} is not set (is jest's global setup in use?)`;
     throw new Error(`no Kafka test broker: ${why}`);
   }
   const unique = `${prefix}-${randomUUID().slice(0, 8)}`;

@@ -41,7 +41,7 @@ export class EmbeddingsDriver implements RequestDriver {
         method: 'POST',
         headers: { ...this.headers, ...request.headers },
         body: JSON.stringify({ model: this.scenario.model, input: items.map((item) => item.text) }),
-        signal: request.signal,
+        signal: request.cancel.signal(),
       });
       status = response.statusCode;
       const text = await readBodyText(response.body, BODY_CAP);
@@ -70,7 +70,7 @@ export class EmbeddingsDriver implements RequestDriver {
         ...base,
         status,
         e2eMs: performance.now() - request.startMono,
-        errorClass: classifyError(error, request.signal, status !== 0),
+        errorClass: classifyError(error, request.cancel, status !== 0),
         errorMessage: errorText(error),
         usage: null,
       };

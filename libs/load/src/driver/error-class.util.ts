@@ -1,6 +1,6 @@
 import type { ErrorClass } from '@fathom/contracts';
 import { StreamParseError } from '@fathom/semantic';
-import { RequestTimeout, RunAborted } from './request-outcome';
+import { RequestTimeout, type RequestCancel } from './request-outcome';
 
 const CONNECT_CODES = new Set([
   'ECONNREFUSED',
@@ -15,16 +15,12 @@ const CONNECT_CODES = new Set([
 ]);
 
 /**
- * Maps a failure to the contract's error class. `signal.reason` tells our own timeout from a run
+ * Maps a failure to the contract's error class. `cancel.reason` tells our own timeout from a run
  * abort; a broken connection after the response headers arrived is a truncated stream, before
  * them a connect error.
  */
-export function classifyError(error: unknown, signal: AbortSignal, headersReceived: boolean): ErrorClass {
-  if (signal.aborted) {
-    if (signal.reason instanceof RequestTimeout) return 'timeout';
-    if (signal.reason instanceof RunAborted) return 'aborted';
-    return 'aborted';
-  }
+export function classifyError(error: unknown, cancel: RequestCancel, headersReceived: boolean): ErrorClass {
+  if (cancel.aborted) return cancel.reason instanceof RequestTimeout ? 'timeout' : 'aborted';
   if (error instanceof StreamParseError) return error.kind === 'api-error' ? 'other' : 'malformed-sse';
   const code = (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';

@@ -106,7 +106,7 @@ export class HttpDagDriver implements RequestDriver {
         method: step.method as 'GET',
         headers: { ...step.headers, ...request.headers },
         body: step.body,
-        signal: request.signal,
+        signal: request.cancel.signal(),
       });
       status = response.statusCode;
       const body = await readBodyText(response.body, STEP_BODY_CAP);
@@ -133,7 +133,7 @@ export class HttpDagDriver implements RequestDriver {
       if (firstFailed !== null) return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };
       return { ok: true, status, errorClass: null };
     } catch (error) {
-      return { ok: false, status, errorClass: classifyError(error, request.signal, status !== 0), message: errorText(error) };
+      return { ok: false, status, errorClass: classifyError(error, request.cancel, status !== 0), message: errorText(error) };
     }
   }
 

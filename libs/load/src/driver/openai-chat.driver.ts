@@ -1,8 +1,8 @@
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { countTokens } from 'gpt-tokenizer';
 import type { ChatScenario } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
-import { serverRequestIdOf, type DriverOutcome, type DriverRequest, type RequestDriver } from './request-outcome';
+import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
 
@@ -69,129 +69,155 @@ export class OpenAiChatDriver implements RequestDriver {
     return JSON.stringify({ ...common, prompt: request.item.text, ...(s.logprobs ? { logprobs: s.topLogprobs ?? 1 } : {}) });
   }
 
+  /**
+   * One request through undici's dispatch API (no stream objects, promises or AbortSignal per
+   * request: the hot path of a load generator). Resolves exactly once, never rejects.
+   */
   execute(request: DriverRequest): Promise<DriverOutcome> {
-    const { startMono, signal } = request;
-    const chunkOffsetsMs: number[] = [];
-    const base = {
-      inputTokensClient: request.item.inputTokensClient,
-      outputTokensClient: 0,
-      usage: null,
-      content: '',
-      finishReason: null,
-    };
+    const { startMono, cancel } = request;
+    const inputTokensClient = request.item.inputTokensClient;
     if (!request.gate(this.path))
-      return Promise.resolve({ ...base, status: 0, e2eMs: 0, ttftMs: null, chunkOffsetsMs, errorClass: null, gated: true });
+      return Promise.resolve({
+        status: 0,
+        e2eMs: 0,
+        ttftMs: null,
+        chunkOffsetsMs: [],
+        errorClass: null,
+        inputTokensClient,
+        outputTokensClient: 0,
+        usage: null,
+        content: '',
+        finishReason: null,
+        gated: true,
+      });
+    const streaming = this.scenario.stream;
+    const chunkOffsetsMs: number[] = [];
+    const decoder = streaming ? new SseDecoder() : null;
+    const assembler = new ChatStreamAssembler({ keepLogprobs: this.scenario.logprobs });
     let status = 0;
     let headersReceived = false;
-    const decoder = new SseDecoder();
-    const assembler = new ChatStreamAssembler({ keepLogprobs: this.scenario.logprobs });
-    const streaming = this.scenario.stream;
+    let httpClass: ReturnType<typeof httpErrorClass> = null;
+    let serverRequestId: string | undefined;
     let raw = '';
-
-    const fail = (error: unknown, errorClass = classifyError(error, signal, headersReceived)): DriverOutcome => {
-      const parsed = safeResult(assembler);
-      return {
-        ...this.fromParsed(parsed, base),
-        status,
-        e2eMs: performance.now() - startMono,
-        ttftMs: chunkOffsetsMs[0] ?? null,
-        chunkOffsetsMs,
-        errorClass,
-        errorMessage: errorText(error),
-      };
-    };
+    let settled = false;
+    let abortDispatch: ((reason: Error) => void) | null = null;
 
     return new Promise<DriverOutcome>((resolve) => {
-      this.pool
-        .request({
+      const settle = (outcome: DriverOutcome) => {
+        if (settled) return;
+        settled = true;
+        if (serverRequestId !== undefined) outcome.serverRequestId = serverRequestId;
+        resolve(outcome);
+      };
+      const fail = (error: unknown, errorClass = classifyError(error, cancel, headersReceived)) => {
+        settle({
+          ...this.fromParsed(safeResult(assembler), inputTokensClient),
+          status,
+          e2eMs: performance.now() - startMono,
+          ttftMs: chunkOffsetsMs[0] ?? null,
+          chunkOffsetsMs,
+          errorClass,
+          errorMessage: errorText(error),
+        });
+      };
+      cancel.onAbort((reason) => {
+        if (abortDispatch) abortDispatch(reason);
+        else fail(reason);
+      });
+      if (settled) return;
+      this.pool.dispatch(
+        {
+          origin: this.origin,
           path: this.path,
           method: 'POST',
           headers: { ...this.staticHeaders, ...request.headers },
           body: this.body(request),
-          signal,
-        })
-        .then(
-          ({ statusCode, body, headers }) => {
+        },
+        {
+          onConnect: (abort: (reason?: Error) => void) => {
+            abortDispatch = abort;
+            if (cancel.reason) abort(cancel.reason);
+          },
+          onHeaders: (statusCode: number, rawHeaders: Buffer[]) => {
             status = statusCode;
-            const serverRequestId = serverRequestIdOf(headers);
             headersReceived = true;
-            const httpClass = httpErrorClass(statusCode);
-            let settled = false;
-            const settle = (outcome: DriverOutcome) => {
-              if (settled) return;
-              settled = true;
-              if (serverRequestId !== undefined) outcome.serverRequestId = serverRequestId;
-              resolve(outcome);
-            };
-            body.on('data', (chunk: Buffer) => {
-              if (settled) return;
-              const at = performance.now() - startMono;
-              if (httpClass !== null || !streaming) {
-                if (httpClass === null || raw.length < ERROR_BODY_CAP) raw += chunk.toString('utf8');
-                return;
+            httpClass = httpErrorClass(statusCode);
+            serverRequestId = requestIdFromRaw(rawHeaders);
+            return true;
+          },
+          onData: (chunk: Buffer) => {
+            if (settled) return true;
+            const at = performance.now() - startMono;
+            if (httpClass !== null || decoder === null) {
+              if (httpClass === null || raw.length < ERROR_BODY_CAP) raw += chunk.toString('utf8');
+              return true;
+            }
+            try {
+              for (const payload of decoder.pushBytes(chunk)) {
+                if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(at);
               }
-              try {
-                for (const payload of decoder.pushBytes(chunk)) {
-                  if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(at);
-                }
-              } catch (error) {
-                settle(fail(error));
-                body.destroy();
-              }
-            });
-            body.on('error', (error: Error) => settle(fail(error)));
-            body.on('end', () => {
-              if (settled) return;
-              const end = performance.now() - startMono;
-              if (httpClass !== null) {
-                settle({
-                  ...base,
-                  status,
-                  e2eMs: end,
-                  ttftMs: null,
-                  chunkOffsetsMs,
-                  errorClass: httpClass,
-                  errorMessage: `HTTP ${statusCode}: ${raw.slice(0, ERROR_BODY_CAP)}`,
-                });
-                return;
-              }
-              try {
-                if (streaming) {
-                  for (const payload of decoder.end()) {
-                    if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(end);
-                  }
-                } else {
-                  assembler.accept(raw);
-                }
-              } catch (error) {
-                settle(fail(error));
-                return;
-              }
-              const parsed = assembler.result();
-              const truncated = streaming && (parsed.termination === 'truncated' || parsed.termination === 'empty');
+            } catch (error) {
+              fail(error);
+              abortDispatch?.(error as Error);
+            }
+            return true;
+          },
+          onComplete: () => {
+            if (settled) return;
+            const end = performance.now() - startMono;
+            if (httpClass !== null) {
               settle({
-                ...this.fromParsed(parsed, base),
                 status,
                 e2eMs: end,
-                ttftMs: streaming ? (chunkOffsetsMs[0] ?? null) : null,
+                ttftMs: null,
                 chunkOffsetsMs,
-                errorClass: truncated ? 'stream-truncated' : null,
-                ...(truncated ? { errorMessage: `stream ended without [DONE] or finish_reason (${parsed.termination})` } : {}),
+                errorClass: httpClass,
+                errorMessage: `HTTP ${status}: ${raw.slice(0, ERROR_BODY_CAP)}`,
+                inputTokensClient,
+                outputTokensClient: 0,
+                usage: null,
+                content: '',
+                finishReason: null,
               });
+              return;
+            }
+            try {
+              if (decoder !== null) {
+                for (const payload of decoder.end()) {
+                  if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(end);
+                }
+              } else {
+                assembler.accept(raw);
+              }
+            } catch (error) {
+              fail(error);
+              return;
+            }
+            const parsed = assembler.result();
+            const truncated = streaming && (parsed.termination === 'truncated' || parsed.termination === 'empty');
+            settle({
+              ...this.fromParsed(parsed, inputTokensClient),
+              status,
+              e2eMs: end,
+              ttftMs: streaming ? (chunkOffsetsMs[0] ?? null) : null,
+              chunkOffsetsMs,
+              errorClass: truncated ? 'stream-truncated' : null,
+              ...(truncated ? { errorMessage: `stream ended without [DONE] or finish_reason (${parsed.termination})` } : {}),
             });
           },
-          (error: unknown) => resolve(fail(error)),
-        );
+          onError: (error: Error) => fail(error),
+        } as unknown as Dispatcher.DispatchHandler,
+      );
     });
   }
 
   private fromParsed(
     parsed: ParsedChatStream | null,
-    base: Pick<DriverOutcome, 'inputTokensClient' | 'outputTokensClient' | 'usage' | 'content' | 'finishReason'>,
+    inputTokensClient: number,
   ): Pick<DriverOutcome, 'inputTokensClient' | 'outputTokensClient' | 'usage' | 'content' | 'finishReason' | 'logprobs'> {
-    if (parsed === null) return base;
+    if (parsed === null) return { inputTokensClient, outputTokensClient: 0, usage: null, content: '', finishReason: null };
     return {
-      inputTokensClient: base.inputTokensClient,
+      inputTokensClient,
       outputTokensClient: parsed.content === '' ? 0 : countTokens(parsed.content),
       usage: parsed.usage
         ? {
@@ -222,4 +248,15 @@ function safeResult(assembler: ChatStreamAssembler): ParsedChatStream | null {
   } catch {
     return null;
   }
+}
+
+/** `x-request-id` or `x-sim-request-id` from undici's raw header list [name, value, ...]. */
+function requestIdFromRaw(rawHeaders: Buffer[]): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    if (name.length !== 12 && name.length !== 16) continue;
+    const lower = name.toString('latin1').toLowerCase();
+    if (lower === 'x-request-id' || lower === 'x-sim-request-id') return rawHeaders[i + 1].toString('latin1');
+  }
+  return undefined;
 }

@@ -6,8 +6,8 @@ export interface DriverRequest {
   requestId: string;
   /** traceparent, x-fathom-run, x-fathom-request (traffic dyeing). */
   headers: Record<string, string>;
-  /** Aborted on timeout or when the run stops; `reason` says which (see engine). */
-  signal: AbortSignal;
+  /** Cancelled on timeout or when the run stops; `reason` says which. */
+  cancel: RequestCancel;
   /** performance.now() of the actual send; chunk offsets are measured from it. */
   startMono: number;
   item: PromptItem;
@@ -61,4 +61,39 @@ export class RunAborted extends Error {
 export function serverRequestIdOf(headers: Record<string, string | string[] | undefined>): string | undefined {
   const id = headers['x-request-id'] ?? headers['x-sim-request-id'];
   return Array.isArray(id) ? id[0] : id;
+}
+
+/**
+ * Cancellation of one request, lighter than an AbortController on the hot path (one listener, no
+ * EventTarget); `signal()` makes a real AbortSignal for APIs that need one.
+ */
+export class RequestCancel {
+  reason: RequestTimeout | RunAborted | null = null;
+  private listener: ((reason: Error) => void) | null = null;
+  private controller: AbortController | null = null;
+
+  get aborted(): boolean {
+    return this.reason !== null;
+  }
+
+  /** The one listener (the driver's); called at once when already cancelled. */
+  onAbort(listener: (reason: Error) => void): void {
+    this.listener = listener;
+    if (this.reason !== null) listener(this.reason);
+  }
+
+  abort(reason: RequestTimeout | RunAborted): void {
+    if (this.reason !== null) return;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    this.listener?.(reason);
+  }
+
+  signal(): AbortSignal {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.reason !== null) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
 }

@@ -5,7 +5,7 @@ import { AimdController, type AimdStep } from '../adaptive/aimd.controller';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
 import { promptItemFromText, type PromptSource } from '../dataset/prompt.source';
 import type { PromptItem } from '../dataset/prompt-item';
-import { RequestTimeout, RunAborted, type DriverOutcome, type RequestDriver } from '../driver/request-outcome';
+import { RequestCancel, RequestTimeout, RunAborted, type DriverOutcome, type RequestDriver } from '../driver/request-outcome';
 import { errorText } from '../driver/error-class.util';
 import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
 import { WindowRecorder } from '../measure/window.recorder';
@@ -90,7 +90,7 @@ class ShardEngine {
   private readonly shard: { index: number; count: number };
   private readonly recorder: WindowRecorder;
   private readonly sleeper = new Sleeper();
-  private readonly controllers = new Set<AbortController>();
+  private readonly cancels = new Set<RequestCancel>();
   private readonly sampling: SeededRandom;
   private readonly gate: (path: string) => boolean;
   private readonly windowMs: number;
@@ -201,7 +201,7 @@ class ShardEngine {
     this.stopped = true;
     this.sleeper.wakeAll();
     this.slotWaiter?.();
-    if (aborted) for (const controller of this.controllers) controller.abort(new RunAborted());
+    if (aborted) for (const cancel of this.cancels) cancel.abort(new RunAborted());
   }
 
   private drained(): Promise<void> {
@@ -221,10 +221,10 @@ class ShardEngine {
         : this.source!.next(this.inputScale);
     const seq = ++this.seq;
     const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
-    const controller = new AbortController();
+    const cancel = new RequestCancel();
     const timeoutMs = this.spec.load.requestTimeoutMs;
-    const timer = setTimeout(() => controller.abort(new RequestTimeout(timeoutMs)), timeoutMs);
-    this.controllers.add(controller);
+    const timer = setTimeout(() => cancel.abort(new RequestTimeout(timeoutMs)), timeoutMs);
+    this.cancels.add(cancel);
     this.inFlight++;
     const spanId = (this.shard.index & 0xffff).toString(16).padStart(4, '0') + seq.toString(16).padStart(12, '0');
     const startMono = performance.now();
@@ -237,7 +237,7 @@ class ShardEngine {
           'x-fathom-run': this.options.runId,
           'x-fathom-request': requestId,
         },
-        signal: controller.signal,
+        cancel,
         startMono,
         item,
         gate: this.gate,
@@ -259,7 +259,7 @@ class ShardEngine {
       };
     }
     clearTimeout(timer);
-    this.controllers.delete(controller);
+    this.cancels.delete(cancel);
     this.inFlight--;
     this.account(outcome, requestId, intendedMono, startMono);
     this.options.tap?.(requestId, outcome);

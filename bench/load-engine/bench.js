@@ -1,0 +1,117 @@
+// Side-by-side load-engine bench: node bench/load-engine/bench.js [SECONDS=5] [CONCURRENCY=64]
+// Target pinned to core 1, each client to core 0 (taskset). Prints requests/s, client CPU seconds
+// per 10,000 requests (and per 10,000 token events for streams) and ratios. Figures, never a test.
+// Optional peers run when installed: wrk, hey, locust (Debian: wrk, hey, python3-locust).
+'use strict';
+const { spawn, spawnSync } = require('node:child_process');
+const { readFileSync, writeFileSync, mkdtempSync } = require('node:fs');
+const { join } = require('node:path');
+const { tmpdir, cpus } = require('node:os');
+
+const seconds = Number(process.argv[2] ?? 5);
+const concurrency = Number(process.argv[3] ?? 64);
+const here = __dirname;
+const root = join(here, '..', '..');
+const tmp = mkdtempSync(join(tmpdir(), 'fathom-bench-'));
+const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+const clientCore = '0';
+const targetCore = cpus().length > 1 ? '1' : '0';
+const body = (stream) => JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'hello' }], stream, max_tokens: 64 });
+
+function startTarget(port, tokens, gapMs) {
+  const child = spawn('taskset', ['-c', targetCore, process.execPath, join(here, 'target.js'), String(port), String(tokens), String(gapMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve) => child.stdout.once('data', () => resolve(child)));
+}
+
+/** Runs a command pinned to the client core; CPU from /usr/bin/time (whole process, start-up included). */
+function timed(cmd, args, env = {}) {
+  const out = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', 'taskset', '-c', clientCore, cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20 });
+  const cpu = /CPU ([\d.]+) ([\d.]+)/.exec(out.stderr);
+  return { stdout: out.stdout, stderr: out.stderr, cpuS: cpu ? Number(cpu[1]) + Number(cpu[2]) : NaN };
+}
+
+function nodeClient(script, args, preload) {
+  const r = timed(process.execPath, [...(preload ? ['-r', join(here, 'ts-register.js')] : []), join(here, script), ...args]);
+  const line = r.stdout.trim().split('\n').pop();
+  try {
+    return JSON.parse(line);
+  } catch {
+    throw new Error(`${script} printed ${r.stdout}\n${r.stderr}`);
+  }
+}
+
+function wrk(url) {
+  const lua = join(tmp, 'post.lua');
+  writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '${body(false)}'\nwrk.headers["content-type"] = "application/json"\n`);
+  const r = timed('wrk', ['-t1', `-c${concurrency}`, `-d${seconds}s`, '-s', lua, `${url}/v1/chat/completions`]);
+  const requests = Number(/(\d+) requests in/.exec(r.stdout)?.[1]);
+  return { tool: 'wrk', requests, wallS: seconds, cpuS: r.cpuS };
+}
+
+function hey(url) {
+  const r = timed('hey', ['-z', `${seconds}s`, '-c', String(concurrency), '-m', 'POST', '-T', 'application/json', '-d', body(false), `${url}/v1/chat/completions`]);
+  const requests = Number(/\[200\]\s+(\d+) responses/.exec(r.stdout)?.[1]);
+  return { tool: 'hey', requests, wallS: seconds, cpuS: r.cpuS };
+}
+
+function locust(url, fast, stream) {
+  const csv = join(tmp, `locust-${fast}-${stream}`);
+  const r = timed('locust', ['-f', join(here, 'locustfile.py'), '--headless', '-u', String(concurrency), '-r', String(concurrency), '-t', `${seconds}s`, '--host', url, '--only-summary', '--csv', csv], { FAST: fast ? '1' : '0', STREAM: stream ? '1' : '0' });
+  const rows = readFileSync(`${csv}_stats.csv`, 'utf8').trim().split('\n');
+  const header = rows[0].split(',');
+  const agg = rows.find((l) => l.includes('Aggregated')).split(',');
+  const requests = Number(agg[header.indexOf('Request Count')]);
+  return { tool: `locust ${fast ? 'FastHttpUser' : 'HttpUser'}${stream ? ' (stream)' : ''}`, requests, wallS: seconds, cpuS: r.cpuS, note: 'CPU includes Python start-up' };
+}
+
+function table(rows, base, perEvents) {
+  const baseRow = rows.find((r) => r.tool === base);
+  const basePer = baseRow ? (baseRow.cpuS / baseRow.requests) * 1e4 : NaN;
+  for (const r of rows) {
+    const per10k = (r.cpuS / r.requests) * 1e4;
+    const line = [
+      r.tool.padEnd(30),
+      `${(r.requests / r.wallS).toFixed(0).padStart(7)} req/s`,
+      `cpu ${r.cpuS.toFixed(2).padStart(6)} s`,
+      `${per10k.toFixed(3).padStart(7)} cpu-s/10k req`,
+      `x${(per10k / basePer).toFixed(2)} vs ${base}`,
+    ];
+    if (perEvents && r.tokenEvents) line.push(`${(r.tokenEvents / r.wallS).toFixed(0)} token events/s`, `${((r.cpuS / r.tokenEvents) * 1e4).toFixed(3)} cpu-s/10k events`);
+    if (r.itlP99Ms !== undefined && r.itlP99Ms !== null) line.push(`itl p99 ${r.itlP99Ms.toFixed(2)} ms`);
+    if (r.errors) line.push(`errors ${r.errors}`);
+    if (r.note) line.push(`(${r.note})`);
+    console.log(line.join('  '));
+  }
+}
+
+async function main() {
+  console.log(`load-engine bench: ${seconds} s per tool, ${concurrency} connections, node ${process.version}, ${cpus()[0].model} x${cpus().length}, ${new Date().toISOString()}`);
+  console.log(`target on core ${targetCore}, clients on core ${clientCore}`);
+  const jsonTarget = await startTarget(18089, 64, 1);
+  const url = 'http://127.0.0.1:18089';
+  const rows = [];
+  try {
+    rows.push(nodeClient('autocannon-client.js', [url, String(concurrency), String(seconds)], false));
+    rows.push(nodeClient('fathom-client.ts', [url, String(concurrency), String(seconds), 'json'], true));
+    if (has('wrk')) rows.push(wrk(url));
+    if (has('hey')) rows.push(hey(url));
+    if (has('locust')) rows.push(locust(url, true, false), locust(url, false, false));
+    console.log('\nnon-streaming chat completion (client CPU is the figure; req/s is capped by the one-core target)');
+    table(rows, 'autocannon', false);
+
+    const streams = [];
+    streams.push(nodeClient('undici-stream-client.js', [url, String(concurrency), String(seconds)], false));
+    streams.push(nodeClient('fathom-client.ts', [url, String(concurrency), String(seconds), 'stream'], true));
+    if (has('locust')) streams.push(locust(url, false, true));
+    for (const s of streams) if (!s.tokenEvents && s.tool.startsWith('locust')) s.tokenEvents = s.requests * 67; // 64 tokens + finish + usage + [DONE]
+    console.log('\nSSE streams (64 tokens, 1 ms apart): streams/s = req/s');
+    table(streams, 'undici-bare', true);
+  } finally {
+    jsonTarget.kill();
+  }
+}
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
+

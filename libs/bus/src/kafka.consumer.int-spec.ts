@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Topics, envelope, type RequestTelemetry, type RunLifecycle } from '@fathom/contracts';
-import { testKafkaConfig, waitFor } from '@fathom/testing';
+import { startKafkaBroker, testKafkaConfig, waitFor } from '@fathom/testing';
 import { Inbox, lifecycleEvent, recordingBusLogger } from './bus.contract';
 import { KafkaBus } from './kafka.transport';
 
@@ -108,5 +108,47 @@ describe(`${KafkaBus.name} over the Kafka-protocol test broker`, () => {
     expect(logger.lines.some((line) => line.startsWith('warn could not create the Fathom topics'))).toBe(
       true,
     );
+  });
+
+  it('keeps publishing and consuming across a broker outage', async () => {
+    // Its own broker: taking the shared one down would disturb the tests running beside this.
+    const broker = await startKafkaBroker();
+    const config = { ...testKafkaConfig('bus-outage'), brokers: broker.brokers };
+    const campaignId = `campaign-${randomUUID()}`;
+    const bus = testBus(config);
+    try {
+      const received = new Inbox<number>();
+      await bus.subscribe(
+        Topics.runLifecycle,
+        { group: config.group('analyzer'), fromBeginning: true },
+        (event) => {
+          if (event.campaignId === campaignId) received.push(event.counts.sent);
+        },
+      );
+      const publishRange = (from: number, to: number) =>
+        bus.publishMany(
+          Topics.runLifecycle,
+          Array.from({ length: to - from }, (_, i) => lifecycleEvent(campaignId, `run-${i % 5}`, from + i)),
+        );
+      await publishRange(0, 50);
+      await received.until((items) => new Set(items).size === 50, 'the events before the outage');
+
+      await broker.down();
+      const outageStarted = Date.now();
+      const publishedDuringOutage = publishRange(50, 100).then(() => Date.now() - outageStarted);
+      await new Promise((wake) => setTimeout(wake, 1500));
+      await broker.up();
+      // The publish waited out the outage (kafkajs retries) instead of failing or losing events.
+      expect(await publishedDuringOutage).toBeGreaterThanOrEqual(1500);
+      await publishRange(100, 150);
+
+      await received.until((items) => new Set(items).size === 150, 'every event across the outage', 30_000);
+      expect([...new Set(received.items)].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 150 }, (_, i) => i),
+      );
+    } finally {
+      await bus.close();
+      await broker.stop();
+    }
   });
 });

@@ -48,3 +48,29 @@ describe(testKafkaConfig.name, () => {
     );
   });
 });
+
+describe('a started Kafka test broker', () => {
+  it('refuses connections while down and accepts them again once up', async () => {
+    const sut = await startKafkaBroker();
+    const connect = async (): Promise<void> => {
+      const kafka = new Kafka({
+        clientId: 'outage-probe',
+        brokers: sut.brokers,
+        logLevel: logLevel.NOTHING,
+        retry: { retries: 0 },
+        connectionTimeout: 500,
+      });
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.disconnect();
+    };
+    try {
+      await sut.down();
+      await expect(connect()).rejects.toThrow();
+      await sut.up();
+      await expect(connect()).resolves.toBeUndefined();
+    } finally {
+      await sut.stop();
+    }
+  });
+});

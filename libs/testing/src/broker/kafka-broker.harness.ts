@@ -16,6 +16,10 @@ export interface KafkaBrokerOptions {
 export interface KafkaBroker {
   /** Bootstrap addresses, `host:port`. */
   readonly brokers: string[];
+  /** Simulates an outage: every broker drops its connections and refuses new ones. */
+  down(): Promise<void>;
+  /** Ends the outage started by `down()`. */
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -77,22 +81,43 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
 
+  // The launcher speaks in lines: "BOOTSTRAP host:port,..." once, then "DOWN"/"UP" on request.
+  let onBootstrap: (brokers: string[]) => void = () => undefined;
+  const lineWaiters: { line: string; done: () => void }[] = [];
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    let newline: number;
+    while ((newline = stdout.indexOf('\n')) >= 0) {
+      const line = stdout.slice(0, newline);
+      stdout = stdout.slice(newline + 1);
+      const bootstrap = /^BOOTSTRAP (\S+)$/.exec(line);
+      if (bootstrap) onBootstrap(bootstrap[1].split(','));
+      const waiter = lineWaiters.findIndex((w) => w.line === line);
+      if (waiter >= 0) lineWaiters.splice(waiter, 1)[0].done();
+    }
+  });
+  const signalAndWait = (signal: NodeJS.Signals, line: string): Promise<void> =>
+    new Promise<void>((done, fail) => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        fail(new Error('the Kafka test broker has stopped'));
+        return;
+      }
+      lineWaiters.push({ line, done });
+      child.kill(signal);
+    });
+
   const brokers = await new Promise<string[]>((ready, fail) => {
-    let stdout = '';
     const timer = setTimeout(() => {
       child.kill('SIGTERM');
       fail(
         new Error(`Kafka test broker printed no bootstrap list within ${BOOTSTRAP_TIMEOUT_MS} ms: ${stderr}`),
       );
     }, BOOTSTRAP_TIMEOUT_MS);
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-      const line = /^BOOTSTRAP (\S+)$/m.exec(stdout);
-      if (line) {
-        clearTimeout(timer);
-        ready(line[1].split(','));
-      }
-    });
+    onBootstrap = (list) => {
+      clearTimeout(timer);
+      ready(list);
+    };
     child.once('error', (error) => {
       clearTimeout(timer);
       fail(new Error(`cannot start the Kafka test broker ${binary}: ${error.message}`));
@@ -105,6 +130,8 @@ export async function startKafkaBroker(options: KafkaBrokerOptions = {}): Promis
 
   return {
     brokers,
+    down: () => signalAndWait('SIGUSR1', 'DOWN'),
+    up: () => signalAndWait('SIGUSR2', 'UP'),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;

@@ -6,6 +6,8 @@
  * usage: kafka-mock-broker [--brokers N] [--partitions P] topic...
  * Topics are created here because the mock refuses the admin API (CreateTopics).
  * It also exits when its parent dies (a killed test runner must not leak brokers).
+ * SIGUSR1 takes every broker down (connections dropped, new ones refused) and prints "DOWN";
+ * SIGUSR2 brings them back and prints "UP": tests use it to simulate a broker outage.
  */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -16,7 +18,9 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop = 0;
+static volatile sig_atomic_t wanted = 0; /* 1: take brokers down, 2: bring them up */
 static void on_signal(int sig) { (void)sig; stop = 1; }
+static void on_outage(int sig) { wanted = sig == SIGUSR1 ? 1 : 2; }
 
 int main(int argc, char **argv) {
   int brokers = 1, partitions = 3, i;
@@ -41,10 +45,24 @@ int main(int argc, char **argv) {
   }
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
+  signal(SIGUSR1, on_outage);
+  signal(SIGUSR2, on_outage);
   pid_t parent = getppid();
   printf("BOOTSTRAP %s\n", rd_kafka_mock_cluster_bootstraps(mc));
   fflush(stdout);
-  while (!stop && getppid() == parent) usleep(100 * 1000);
+  while (!stop && getppid() == parent) {
+    if (wanted) {
+      int down = wanted == 1, id;
+      wanted = 0;
+      for (id = 1; id <= brokers; id++) {
+        if (down) rd_kafka_mock_broker_set_down(mc, id);
+        else rd_kafka_mock_broker_set_up(mc, id);
+      }
+      printf("%s\n", down ? "DOWN" : "UP");
+      fflush(stdout);
+    }
+    usleep(20 * 1000);
+  }
   rd_kafka_mock_cluster_destroy(mc);
   rd_kafka_destroy(rk);
   return 0;

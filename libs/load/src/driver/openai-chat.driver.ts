@@ -31,7 +31,10 @@ export class OpenAiChatDriver implements RequestDriver {
   private readonly pool: Pool;
   private readonly origin: string;
   private readonly path: string;
-  private readonly staticHeaders: Record<string, string>;
+  /** Flat [name, value, ...] list: undici takes it without re-walking an object per request. */
+  private readonly staticHeaders: string[];
+  /** Request bodies per dataset item: the same item always sends the same JSON. */
+  private readonly bodies = new WeakMap<DriverRequest['item'], string>();
 
   constructor(
     private readonly scenario: ChatScenario,
@@ -43,14 +46,25 @@ export class OpenAiChatDriver implements RequestDriver {
     this.path = path;
     // Our own timer (requestTimeoutMs) bounds each request; undici's timers are switched off.
     this.pool = new Pool(origin, { connections: options.connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
-    this.staticHeaders = {
-      'content-type': 'application/json',
-      accept: scenario.stream ? 'text/event-stream' : 'application/json',
-      ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
-    };
+    this.staticHeaders = [
+      'content-type',
+      'application/json',
+      'accept',
+      scenario.stream ? 'text/event-stream' : 'application/json',
+      ...(target.apiKey ? ['authorization', `Bearer ${target.apiKey}`] : []),
+    ];
   }
 
   private body(request: DriverRequest): string {
+    let body = this.bodies.get(request.item);
+    if (body === undefined) {
+      body = this.renderBody(request);
+      this.bodies.set(request.item, body);
+    }
+    return body;
+  }
+
+  private renderBody(request: DriverRequest): string {
     const s = this.scenario;
     const maxTokens = request.item.maxTokens ?? s.maxTokens;
     const common = {
@@ -130,7 +144,7 @@ export class OpenAiChatDriver implements RequestDriver {
           origin: this.origin,
           path: this.path,
           method: 'POST',
-          headers: { ...this.staticHeaders, ...request.headers },
+          headers: withHeaders(this.staticHeaders, request.headers),
           body: this.body(request),
         },
         {
@@ -259,4 +273,10 @@ function requestIdFromRaw(rawHeaders: Buffer[]): string | undefined {
     if (lower === 'x-request-id' || lower === 'x-sim-request-id') return rawHeaders[i + 1].toString('latin1');
   }
   return undefined;
+}
+
+function withHeaders(flat: string[], extra: Record<string, string>): string[] {
+  const out = flat.slice();
+  for (const name in extra) out.push(name, extra[name]);
+  return out;
 }

@@ -15,3 +15,4 @@ export * from './driver/request-outcome';
 export * from './driver/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
 export * from './campaign/campaign-file.parser';
+export * from './driver/tool-chain.driver';

@@ -194,10 +194,41 @@ export const HttpScenarioSchema = z
   });
 export type HttpScenario = z.infer<typeof HttpScenarioSchema>;
 
+/**
+ * Tool-call chains: the model asks for a tool, Fathom calls it over HTTP, feeds the result back,
+ * for up to `maxSteps` model calls; one iteration is the whole chain.
+ */
+export const ToolChainScenarioSchema = z
+  .object({
+    type: z.literal('tool-chain'),
+    model: z.string().min(1).default('fathom-sim'),
+    prompts: z.array(z.string().min(1)).min(1),
+    maxTokens: z.number().int().positive().max(32768).default(64),
+    maxSteps: z.number().int().min(1).max(20).default(4),
+    tools: z
+      .array(
+        z
+          .object({
+            name: z.string().regex(/^[\w-]{1,64}$/),
+            description: z.string().default(''),
+            /** JSON Schema of the arguments, as sent to the model. */
+            parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
+            /** Where Fathom POSTs the model's arguments (appended to the target's origin). */
+            invokePath: z.string().startsWith('/'),
+            headers: z.record(z.string(), z.string()).default({}),
+          })
+          .strict(),
+      )
+      .min(1),
+  })
+  .strict();
+export type ToolChainScenario = z.infer<typeof ToolChainScenarioSchema>;
+
 export const ScenarioSchema = z.discriminatedUnion('type', [
   ChatScenarioSchema,
   EmbeddingsScenarioSchema,
   HttpScenarioSchema,
+  ToolChainScenarioSchema,
 ]);
 export type Scenario = z.infer<typeof ScenarioSchema>;
 

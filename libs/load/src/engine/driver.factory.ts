@@ -1,13 +1,15 @@
 import type { CampaignSpec, Scenario } from '@fathom/contracts';
-import { PromptSource, promptSourceFor } from '../dataset/prompt.source';
+import { PromptSource, promptItemFromText, promptSourceFor } from '../dataset/prompt.source';
 import { EmbeddingsDriver } from '../driver/embeddings.driver';
 import { HttpDagDriver } from '../driver/http-dag.driver';
 import { OpenAiChatDriver, type DriverOptions } from '../driver/openai-chat.driver';
+import { ToolChainDriver } from '../driver/tool-chain.driver';
 import type { RequestDriver } from '../driver/request-outcome';
 
 /** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
 export async function promptSourceOf(scenario: Scenario, shardIndex: number): Promise<PromptSource> {
   if (scenario.type === 'http') return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
+  if (scenario.type === 'tool-chain') return new PromptSource(scenario.prompts.map((p) => promptItemFromText(p)), shardIndex);
   return promptSourceFor(scenario, shardIndex);
 }
 
@@ -20,5 +22,7 @@ export function createDriver(spec: CampaignSpec, options: DriverOptions, source:
       return new EmbeddingsDriver(scenario, spec.target, options, source);
     case 'http':
       return new HttpDagDriver(scenario, spec.target, options);
+    case 'tool-chain':
+      return new ToolChainDriver(scenario, spec.target, options);
   }
 }

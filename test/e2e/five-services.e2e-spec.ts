@@ -74,7 +74,7 @@ describe('five services over Kafka and PostgreSQL', () => {
     return {
       name: 'e2e chat',
       target: { baseUrl: `${sim.url}/v1`, metricsUrls: [`${sim.url}/metrics`] },
-      scenario: { type: 'chat', prompts: ['Explain KV caching.', 'Name three rivers.'], maxTokens: 16 },
+      scenario: { type: 'chat', model: 'fathom-sim-8b', prompts: ['Explain KV caching.', 'Name three rivers.'], maxTokens: 16 },
       load: { concurrency: 8, durationMs: 3000 },
       reruns: { maxReruns: 0, cooldownMs: 0 },
       ...overrides,

@@ -26,7 +26,22 @@ describe(busConfigFromEnv.name, () => {
     });
   });
 
+  it('reads the consumer timings', () => {
+    expect(
+      busConfigFromEnv({
+        FATHOM_BUS: 'kafka',
+        KAFKA_BROKERS: '127.0.0.1:9092',
+        KAFKA_SESSION_TIMEOUT_MS: '3000',
+        KAFKA_MAX_WAIT_MS: '200',
+      }),
+    ).toMatchObject({ consumer: { sessionTimeout: 3000, maxWaitTimeInMs: 200 } });
+  });
+
   it.each([
+    [
+      { FATHOM_BUS: 'kafka', KAFKA_BROKERS: '127.0.0.1:9092', KAFKA_SESSION_TIMEOUT_MS: '3s' },
+      /KAFKA_SESSION_TIMEOUT_MS/,
+    ],
     [{ FATHOM_BUS: 'rabbit' }, /FATHOM_BUS/],
     [{ FATHOM_BUS: 'kafka' }, /KAFKA_BROKERS/],
     [{ FATHOM_BUS: 'kafka', KAFKA_BROKERS: 'kafka-1' }, /"kafka-1" is not host:port/],

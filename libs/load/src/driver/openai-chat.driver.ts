@@ -24,7 +24,8 @@ const ERROR_BODY_CAP = 2048;
 /**
  * OpenAI-compatible chat/completions and legacy completions, streaming or not. Timing contract:
  * every content-bearing SSE payload gets the performance.now() of the network chunk that carried
- * it, minus the request's `startMono`; TTFT is the first such offset (vLLM/GuideLLM: first chunk
+ * it, minus the moment the request was written to the socket (undici's onRequestSent; waiting for
+ * a pooled connection and connecting are client time, reported as `sendDelayMs`); TTFT is the first such offset (vLLM/GuideLLM: first chunk
  * with content), the inter-token latencies are the gaps between consecutive offsets.
  */
 export class OpenAiChatDriver implements RequestDriver {
@@ -88,7 +89,10 @@ export class OpenAiChatDriver implements RequestDriver {
    * request: the hot path of a load generator). Resolves exactly once, never rejects.
    */
   execute(request: DriverRequest): Promise<DriverOutcome> {
-    const { startMono, cancel } = request;
+    const { cancel } = request;
+    // Offsets run from the moment the request was on the socket (onRequestSent); until then from
+    // the engine's start, so a request that never got sent still has a duration.
+    let startMono = request.startMono;
     const inputTokensClient = request.item.inputTokensClient;
     if (!request.gate(this.path))
       return Promise.resolve({
@@ -121,6 +125,7 @@ export class OpenAiChatDriver implements RequestDriver {
         if (settled) return;
         settled = true;
         if (serverRequestId !== undefined) outcome.serverRequestId = serverRequestId;
+        outcome.sendDelayMs = startMono - request.startMono;
         resolve(outcome);
       };
       const fail = (error: unknown, errorClass = classifyError(error, cancel, headersReceived)) => {
@@ -151,6 +156,9 @@ export class OpenAiChatDriver implements RequestDriver {
           onConnect: (abort: (reason?: Error) => void) => {
             abortDispatch = abort;
             if (cancel.reason) abort(cancel.reason);
+          },
+          onRequestSent: () => {
+            startMono = performance.now();
           },
           onHeaders: (statusCode: number, rawHeaders: Buffer[]) => {
             status = statusCode;

@@ -18,7 +18,13 @@ export interface DriverRequest {
 /** One request as a driver saw it. Drivers never throw: every failure is an `errorClass`. */
 export interface DriverOutcome {
   status: number;
-  /** ms from send to the end of the response (or the failure). */
+  /**
+   * ms from `startMono` until the request was written to the socket (waiting for a pooled
+   * connection, connecting, writing). The engine counts the actual send from there; 0 when the
+   * driver cannot tell.
+   */
+  sendDelayMs?: number;
+  /** ms from the actual send to the end of the response (or the failure). */
   e2eMs: number;
   ttftMs: number | null;
   chunkOffsetsMs: number[];

@@ -288,7 +288,9 @@ class ShardEngine {
         if (passed) tally.passed++;
         else tally.failed++;
       }
-    const correctedE2eMs = startMono + outcome.e2eMs - intendedMono;
+    // The actual send is when the request reached the socket (drivers that can tell say so).
+    const sentMono = startMono + (outcome.sendDelayMs ?? 0);
+    const correctedE2eMs = sentMono + outcome.e2eMs - intendedMono;
     const usage = outcome.usage;
     this.recorder.observe({
       e2eMs: outcome.e2eMs,
@@ -310,7 +312,7 @@ class ShardEngine {
         requestId,
         shard: this.shard.index,
         scheduledAt: this.epochAt(intendedMono),
-        startedAt: this.epochAt(startMono),
+        startedAt: this.epochAt(sentMono),
         ttftMs: outcome.ttftMs,
         e2eMs: outcome.e2eMs,
         correctedE2eMs: Math.max(0, correctedE2eMs),

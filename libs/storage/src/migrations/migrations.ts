@@ -71,4 +71,63 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX baselines_campaign_id_idx ON baselines (campaign_id, created_at)`,
     ],
   },
+  {
+    version: 2,
+    name: 'orchestrator-alert-rules-triggers-schedules-shadow',
+    statements: [
+      // Alertmanager label rules: an alert whose labels include every matcher starts the campaign.
+      `CREATE TABLE alert_rules (
+         id           text PRIMARY KEY,
+         name         text NOT NULL,
+         matchers     jsonb NOT NULL,
+         campaign_id  text NOT NULL REFERENCES campaigns (id),
+         created_at   timestamptz NOT NULL DEFAULT now()
+       )`,
+      // One row per (group key, alert fingerprint, firing episode, rule): the primary key is the
+      // de-duplication, so 100 copies of one notification insert (and start) once.
+      `CREATE TABLE alert_triggers (
+         group_key    text NOT NULL,
+         fingerprint  text NOT NULL,
+         starts_at    text NOT NULL,
+         rule_id      text NOT NULL REFERENCES alert_rules (id),
+         run_id       text REFERENCES runs (id),
+         status       text NOT NULL CHECK (status IN ('firing', 'resolved')),
+         received_at  timestamptz NOT NULL DEFAULT now(),
+         resolved_at  timestamptz,
+         PRIMARY KEY (group_key, fingerprint, starts_at, rule_id)
+       )`,
+      `CREATE INDEX alert_triggers_open_idx ON alert_triggers (group_key, fingerprint, status)`,
+      `CREATE TABLE schedules (
+         id           text PRIMARY KEY,
+         campaign_id  text NOT NULL REFERENCES campaigns (id),
+         mode         text NOT NULL CHECK (mode IN ('interval', 'always-on')),
+         interval_ms  bigint NOT NULL CHECK (interval_ms >= 0),
+         enabled      boolean NOT NULL DEFAULT true,
+         next_run_at  timestamptz NOT NULL,
+         last_run_id  text REFERENCES runs (id),
+         created_at   timestamptz NOT NULL DEFAULT now()
+       )`,
+      `CREATE TABLE shadow_campaigns (
+         id          text PRIMARY KEY,
+         name        text NOT NULL,
+         config      jsonb NOT NULL,
+         status      text NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+         reason      text,
+         report      jsonb,
+         created_at  timestamptz NOT NULL DEFAULT now(),
+         ended_at    timestamptz
+       )`,
+      // Requests are stored only after redaction (the shadow service redacts before it writes).
+      `CREATE TABLE shadow_samples (
+         id                  text PRIMARY KEY,
+         shadow_campaign_id  text NOT NULL REFERENCES shadow_campaigns (id),
+         endpoint            text NOT NULL,
+         intent              text NOT NULL,
+         request             jsonb NOT NULL,
+         observations        jsonb NOT NULL,
+         created_at          timestamptz NOT NULL DEFAULT now()
+       )`,
+      `CREATE INDEX shadow_samples_campaign_idx ON shadow_samples (shadow_campaign_id, created_at)`,
+    ],
+  },
 ];

@@ -5,3 +5,5 @@ export * from './schema';
 export * from './agent';
 export * from './goodput';
 export * from './embedding';
+export * from './monitor';
+export * from './onnx';

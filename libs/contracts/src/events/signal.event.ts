@@ -13,6 +13,23 @@ export const TokenStatsSignalSchema = z.object({
   gapMaxMs: z.number().nonnegative().nullable(),
   /** Server-reported and client-counted output tokens disagree by this many (null: no usage). */
   tokenCountMismatch: z.number().int().nullable(),
+  /**
+   * What the monitor could judge of this response. `ok`: logprobs with alternatives;
+   * `no-logprobs` / `no-top-logprobs`: not requested or no alternatives returned (no hallucination
+   * verdict); `empty`: no content and no tool call; `error`: the request failed; `invalid-text`:
+   * the content holds U+FFFD (bytes that were not UTF-8) or unpaired surrogates.
+   */
+  assessment: z
+    .enum(['ok', 'no-logprobs', 'no-top-logprobs', 'empty', 'error', 'invalid-text'])
+    .optional(),
+  meanEntropyBits: z.number().nonnegative().nullable().optional(),
+  maxWindowMeanBits: z.number().nonnegative().nullable().optional(),
+  /** Hallucination-risk segments found (each also published as a `hallucination-risk` detector signal). */
+  riskSegments: z.number().int().nonnegative().optional(),
+  /** Every latency SLO of the run met and no error; null when the run's SLO is unknown to the monitor. */
+  latencySloMet: z.boolean().nullable().optional(),
+  /** Named semantic check -> passed, for semantic goodput (`computeGoodput` in @fathom/semantic). */
+  checks: z.record(z.string(), z.boolean()).optional(),
 });
 
 /** A semantic check failed or a detector fired; the analyzer may open a breaker on it. */

@@ -56,6 +56,11 @@ export const RequestRecordSchema = z.object({
   content: z.string(),
   finishReason: z.string().nullable(),
   logprobs: z.array(TokenLogprobSchema).optional(),
+  /**
+   * The prompt as sent (user turn, or the flattened messages), capped like `content`. Optional:
+   * the semantic-monitor judges prompt explosion (nesting depth, token surge) only when present.
+   */
+  prompt: z.string().optional(),
 });
 export type RequestRecord = z.infer<typeof RequestRecordSchema>;
 
@@ -116,5 +121,16 @@ export const GpuTelemetrySchema = z.object({
   health: z.enum(['ok', 'down', 'timeout', 'garbage']),
   error: z.string().optional(),
   samples: z.array(GpuSampleSchema),
+  /** Consecutive failed scrapes of this source, this one included (0 when ok). */
+  consecutiveFailures: z.number().int().nonnegative().optional(),
+  /** Delay the collector chose before the next scrape of this source (backoff after a gap). */
+  nextScrapeInMs: z.number().nonnegative().optional(),
+  /**
+   * The collector's own sampling mode (spec: edge sampling). `changed` is true on the event that
+   * switched it; in `reduced` mode only essential metrics are kept and scrapes are spaced out.
+   */
+  sampling: z
+    .object({ mode: z.enum(['full', 'reduced']), changed: z.boolean(), reason: z.string() })
+    .optional(),
 });
 export type GpuTelemetry = z.infer<typeof GpuTelemetrySchema>;

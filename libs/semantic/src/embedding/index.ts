@@ -1,2 +1,3 @@
 export * from './embedder';
 export * from './embedding-drift.util';
+export * from './use-lite.embedder';

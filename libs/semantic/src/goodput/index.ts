@@ -1,1 +1,2 @@
 export * from './semantic-goodput.util';
+export * from './goodput.ledger';

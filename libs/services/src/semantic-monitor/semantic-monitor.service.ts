@@ -1,37 +1,352 @@
-import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
-import { Topics, envelope, type RequestTelemetry, type SemanticSignal } from '@fathom/contracts';
+import {
+  Topics,
+  envelope,
+  type DetectorSignal,
+  type RequestRecord,
+  type RequestTelemetry,
+  type RunLifecycle,
+  type RunReport,
+  type RunShardCommand,
+  type SemanticSignal,
+  type TokenStatsSignal,
+} from '@fathom/contracts';
+import { HostResourceReader } from '@fathom/gpu';
+import {
+  AdaptiveSampleRate,
+  CachedEmbedder,
+  DEFAULT_HALLUCINATION_RISK,
+  DEFAULT_REQUEST_E2E_BUDGET_MS,
+  GoodputLedger,
+  OnnxSentenceEmbedder,
+  ResponseAssessor,
+  SampledEmbeddingDrift,
+  UseLiteEmbedder,
+  type Embedder,
+  type RequestLatencySlo,
+  type ResponseAssessment,
+} from '@fathom/semantic';
 import { consumerGroup } from '../runtime/service-name';
 import { tokenStats } from './token-stats.util';
 
-/** Reads request telemetry and publishes the token-level view of every response. */
+/** Detector names this service publishes (the `detector` field of `detector` signals). */
+export const SemanticDetectors = {
+  hallucinationRisk: 'hallucination-risk',
+  promptExplosion: 'prompt-explosion',
+  semanticGoodput: 'semantic-goodput',
+  monitorFault: 'semantic-monitor-fault',
+} as const;
+
+interface RunState {
+  campaignId: string;
+  slo: RequestLatencySlo | null;
+  shardCount: number | null;
+  readonly endedShards: Map<number, number>;
+  readonly assessor: ResponseAssessor;
+  readonly ledger: GoodputLedger;
+  readonly drift: SampledEmbeddingDrift;
+  firstStartedAt: number | null;
+  lastEndedAt: number | null;
+  goodputPublished: boolean;
+  settleTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * Reads request telemetry and judges every response while the load is on: token-level stats,
+ * hallucination risk from the logprobs (entropy for every token), prompt explosion (when the
+ * record carries the prompt), text validity and the latency SLO, then per run the semantic
+ * goodput once every shard's records are in. Embeddings run on a sample whose rate follows the
+ * CPU left (AIMD), off the hot path: at most one embedding batch is in flight and a sample that
+ * finds it busy is skipped, never queued.
+ */
 @Injectable()
 export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdown {
-  private subscription: Subscription | null = null;
+  private readonly logger = new Logger(SemanticMonitorService.name);
+  private readonly subscriptions: Subscription[] = [];
+  private readonly runs = new Map<string, RunState>();
+  private readonly sampler = new AdaptiveSampleRate();
+  private readonly host = new HostResourceReader();
+  private cpuTimer: NodeJS.Timeout | null = null;
+  private embedder: Promise<Embedder | null> | null = null;
+  private embedding = false;
+  private embeddingMs = 0;
+  private embeddedTexts = 0;
+  /** After the last shard ends, how long to wait for its records before publishing goodput anyway. */
+  private readonly settleMs = Number(process.env.FATHOM_SEMANTIC_SETTLE_MS ?? 10_000);
 
   constructor(@InjectBus() private readonly bus: Bus) {}
 
   async onModuleInit(): Promise<void> {
-    this.subscription = await this.bus.subscribe(
-      Topics.requestTelemetry,
-      { group: consumerGroup('semantic-monitor', Topics.requestTelemetry) },
-      (batch) => this.onBatch(batch),
+    this.subscriptions.push(
+      await this.bus.subscribe(
+        Topics.runShard,
+        { group: consumerGroup('semantic-monitor', Topics.runShard) },
+        (c) => this.onShard(c),
+      ),
+      await this.bus.subscribe(
+        Topics.runLifecycle,
+        { group: consumerGroup('semantic-monitor', Topics.runLifecycle) },
+        (e) => this.onLifecycle(e),
+      ),
+      await this.bus.subscribe(
+        Topics.runReport,
+        { group: consumerGroup('semantic-monitor', Topics.runReport) },
+        (r) => this.onReport(r),
+      ),
+      await this.bus.subscribe(
+        Topics.requestTelemetry,
+        { group: consumerGroup('semantic-monitor', Topics.requestTelemetry) },
+        (batch) => this.onBatch(batch),
+      ),
     );
+    this.cpuTimer = setInterval(() => this.sampler.adjust(this.host.read().cpuPct), 1000);
+    this.cpuTimer.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.subscription?.close();
+    if (this.cpuTimer) clearInterval(this.cpuTimer);
+    for (const run of this.runs.values()) if (run.settleTimer) clearTimeout(run.settleTimer);
+    await Promise.all(this.subscriptions.map((s) => s.close()));
+  }
+
+  private run(campaignId: string, runId: string): RunState {
+    let run = this.runs.get(runId);
+    if (!run) {
+      run = {
+        campaignId,
+        slo: null,
+        shardCount: null,
+        endedShards: new Map(),
+        assessor: new ResponseAssessor(),
+        ledger: new GoodputLedger(),
+        drift: new SampledEmbeddingDrift(),
+        firstStartedAt: null,
+        lastEndedAt: null,
+        goodputPublished: false,
+        settleTimer: null,
+      };
+      this.runs.set(runId, run);
+    }
+    return run;
+  }
+
+  private onShard(command: RunShardCommand): void {
+    const run = this.run(command.campaignId, command.runId);
+    run.shardCount = command.shard.count;
+    const slo = command.spec.slo;
+    // Per-request budgets: the run's P99 objectives applied to each request; SLO-0's 800 ms when none.
+    run.slo =
+      slo.p99Ms === undefined && slo.ttftP99Ms === undefined
+        ? { e2eMs: DEFAULT_REQUEST_E2E_BUDGET_MS }
+        : { e2eMs: slo.p99Ms, ttftMs: slo.ttftP99Ms };
+  }
+
+  private async onLifecycle(event: RunLifecycle): Promise<void> {
+    if (event.phase === 'shard-started') return;
+    const run = this.run(event.campaignId, event.runId);
+    run.shardCount ??= event.shard.count;
+    run.endedShards.set(event.shard.index, event.counts.recordsPublished);
+    await this.maybePublishGoodput(event.runId, run, false);
+  }
+
+  private onReport(report: RunReport): void {
+    const run = this.runs.get(report.runId);
+    if (run?.settleTimer) clearTimeout(run.settleTimer);
+    this.runs.delete(report.runId);
   }
 
   private async onBatch(batch: RequestTelemetry): Promise<void> {
-    const signals: SemanticSignal[] = batch.records.map((record) => ({
+    const run = this.run(batch.campaignId, batch.runId);
+    const signals: SemanticSignal[] = [];
+    const toEmbed: string[] = [];
+    for (const record of batch.records) {
+      const id = `${batch.id}/${record.requestId}`;
+      try {
+        const assessment = run.assessor.assess(record, run.slo);
+        signals.push(this.tokenStatsSignal(batch, id, record, assessment));
+        signals.push(...this.detectorSignals(batch, id, record, assessment));
+        run.ledger.add({
+          requestId: record.requestId,
+          latencySloMet: assessment.latencySloMet ?? (record.errorClass === null && record.status >= 200 && record.status < 300),
+          semanticChecks: assessment.checks,
+        });
+        run.firstStartedAt = Math.min(run.firstStartedAt ?? Infinity, record.startedAt);
+        run.lastEndedAt = Math.max(run.lastEndedAt ?? 0, record.startedAt + record.e2eMs);
+        if (assessment.status === 'ok' || assessment.status === 'no-logprobs' || assessment.status === 'no-top-logprobs') {
+          if (record.content.length > 0 && this.sampler.take()) toEmbed.push(record.content);
+        }
+      } catch (error) {
+        // A record the zod schema let through but the monitor cannot judge: classified, not a crash.
+        signals.push(this.detector(batch, `${id}/fault`, record.requestId, SemanticDetectors.monitorFault, 'warning', `could not assess response: ${errorText(error)}`, {}));
+      }
+    }
+    await this.bus.publishMany(Topics.semanticSignal, signals);
+    if (toEmbed.length > 0) this.embedSample(run, toEmbed);
+    await this.maybePublishGoodput(batch.runId, run, false);
+  }
+
+  private tokenStatsSignal(batch: RequestTelemetry, id: string, record: RequestRecord, a: ResponseAssessment): TokenStatsSignal {
+    return {
       // Derived ids keep a redelivered batch idempotent downstream.
       ...envelope(batch.campaignId, batch.runId),
-      id: `${batch.id}/${record.requestId}`,
+      id,
       kind: 'token-stats',
       requestId: record.requestId,
       ...tokenStats(record),
-    }));
-    await this.bus.publishMany(Topics.semanticSignal, signals);
+      assessment: a.status,
+      meanEntropyBits: a.meanEntropyBits,
+      maxWindowMeanBits: a.maxWindowMeanBits,
+      riskSegments: a.riskSegments.length,
+      latencySloMet: a.latencySloMet,
+      checks: a.checks,
+    };
   }
+
+  private detectorSignals(batch: RequestTelemetry, id: string, record: RequestRecord, a: ResponseAssessment): DetectorSignal[] {
+    const out: DetectorSignal[] = a.riskSegments.map((s, i) =>
+      this.detector(
+        batch,
+        `${id}/risk/${i}`,
+        record.requestId,
+        SemanticDetectors.hallucinationRisk,
+        'warning',
+        `hallucination risk at tokens [${s.start}, ${s.end}): mean entropy ${s.meanEntropyBits.toFixed(2)} bits, window peak ${s.peakWindowMeanBits.toFixed(2)} bits`,
+        {
+          start: s.start,
+          end: s.end,
+          tokens: s.end - s.start,
+          responseTokens: record.logprobs?.length ?? 0,
+          meanEntropyBits: s.meanEntropyBits,
+          peakWindowMeanBits: s.peakWindowMeanBits,
+          thresholdBits: DEFAULT_HALLUCINATION_RISK.highBits,
+        },
+      ),
+    );
+    const p = a.promptExplosion;
+    if (p?.exploded) {
+      out.push(
+        this.detector(
+          batch,
+          `${id}/prompt`,
+          record.requestId,
+          SemanticDetectors.promptExplosion,
+          'critical',
+          `prompt explosion (${p.reasons.join(', ')}): depth ${p.depth.depth} (${p.depth.deepestPath.join('>')}), ${p.tokens} tokens${p.surgeRatio === null ? '' : `, ${p.surgeRatio.toFixed(2)} x P95 baseline`}`,
+          {
+            depth: p.depth.depth,
+            depthLimit: 5,
+            tokens: p.tokens,
+            ...(p.baselineP95 === null ? {} : { baselineP95: p.baselineP95 }),
+            ...(p.surgeRatio === null ? {} : { surgeRatio: p.surgeRatio }),
+            surgeRatioLimit: 3,
+            depthExceeded: p.reasons.includes('depth') ? 1 : 0,
+            surgeExceeded: p.reasons.includes('surge') ? 1 : 0,
+          },
+        ),
+      );
+    }
+    return out;
+  }
+
+  private detector(
+    batch: { campaignId: string; runId: string },
+    id: string,
+    requestId: string | null,
+    detector: string,
+    severity: DetectorSignal['severity'],
+    message: string,
+    figures: Record<string, number>,
+  ): DetectorSignal {
+    return { ...envelope(batch.campaignId, batch.runId), id, kind: 'detector', detector, requestId, severity, message, figures };
+  }
+
+  /**
+   * Publishes the run's semantic goodput once: when every shard has ended and all the records
+   * the shards published were judged, or `settleMs` after the last shard ended (then with
+   * `complete: 0`).
+   */
+  private async maybePublishGoodput(runId: string, run: RunState, force: boolean): Promise<void> {
+    if (run.goodputPublished || run.shardCount === null || run.endedShards.size < run.shardCount) return;
+    const expected = [...run.endedShards.values()].reduce((a, b) => a + b, 0);
+    const complete = run.ledger.requests >= expected;
+    if (!complete && !force) {
+      run.settleTimer ??= setTimeout(() => void this.maybePublishGoodput(runId, run, true).catch(() => undefined), this.settleMs);
+      return;
+    }
+    run.goodputPublished = true;
+    if (run.settleTimer) clearTimeout(run.settleTimer);
+    const durationS =
+      run.firstStartedAt !== null && run.lastEndedAt !== null && run.lastEndedAt > run.firstStartedAt
+        ? (run.lastEndedAt - run.firstStartedAt) / 1000
+        : undefined;
+    const g = run.ledger.report(durationS);
+    const drift = run.drift.figures();
+    const figures: Record<string, number> = {
+      requests: g.requests,
+      expectedRecords: expected,
+      complete: complete ? 1 : 0,
+      goodRequests: g.goodRequests,
+      semanticallyGoodRequests: g.semanticallyGoodRequests,
+      embeddingSampleRate: this.sampler.rate,
+      embedded: drift.embedded,
+      embeddingDrifted: drift.drifted,
+    };
+    if (g.goodput !== null) figures.goodput = g.goodput;
+    if (g.semanticGoodput !== null) figures.semanticGoodput = g.semanticGoodput;
+    if (g.goodputPerSecond !== null) figures.goodputPerSecond = g.goodputPerSecond;
+    if (g.semanticGoodputPerSecond !== null) figures.semanticGoodputPerSecond = g.semanticGoodputPerSecond;
+    if (drift.meanCosineToBaseline !== null) figures.meanCosineToBaseline = drift.meanCosineToBaseline;
+    if (this.embeddedTexts > 0) figures.embeddingMsPerText = this.embeddingMs / this.embeddedTexts;
+    for (const [check, failures] of Object.entries(g.checkFailures)) figures[`failed.${check}`] = failures;
+    const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)} %`);
+    await this.bus.publish(
+      Topics.semanticSignal,
+      this.detector(
+        { campaignId: run.campaignId, runId },
+        `${runId}/semantic-goodput`,
+        null,
+        SemanticDetectors.semanticGoodput,
+        'info',
+        `goodput ${pct(g.goodput)}, semantic goodput ${pct(g.semanticGoodput)} of ${g.requests} requests${complete ? '' : ` (${expected - g.requests} records missing)`}`,
+        figures,
+      ),
+    );
+  }
+
+  private embedSample(run: RunState, texts: string[]): void {
+    if (this.embedding) return; // one batch in flight; the sample is thinned, never queued
+    this.embedding = true;
+    const started = performance.now();
+    void this.loadEmbedder()
+      .then(async (embedder) => {
+        if (!embedder) return;
+        const vectors = await embedder.embed(texts.map((t) => t.slice(0, 2000)));
+        for (const v of vectors) run.drift.add(v);
+        this.embeddingMs += performance.now() - started;
+        this.embeddedTexts += texts.length;
+      })
+      .catch((error: Error) => this.logger.warn(`embedding sample failed: ${error.message}`))
+      .finally(() => (this.embedding = false));
+  }
+
+  /** FATHOM_SEMANTIC_EMBEDDER: `use-lite` (default, offline), `onnx:<folder>`, or `off`. */
+  private loadEmbedder(): Promise<Embedder | null> {
+    this.embedder ??= (async () => {
+      const choice = process.env.FATHOM_SEMANTIC_EMBEDDER ?? 'use-lite';
+      if (choice === 'off') return null;
+      try {
+        const inner = choice.startsWith('onnx:') ? await OnnxSentenceEmbedder.fromFolder(choice.slice(5)) : new UseLiteEmbedder();
+        return new CachedEmbedder(inner);
+      } catch (error) {
+        this.logger.warn(`embedder ${choice} unavailable, embeddings off: ${errorText(error)}`);
+        return null;
+      }
+    })();
+    return this.embedder;
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -1,0 +1,4 @@
+export * from './response.assessor';
+export * from './adaptive-sample-rate';
+export * from './planted-span.scorer';
+export * from './sampled-embedding.drift';

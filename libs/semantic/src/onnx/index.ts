@@ -1,0 +1,3 @@
+export * from './onnx-graph.writer';
+export * from './intent-classifier';
+export * from './onnx-sentence.embedder';

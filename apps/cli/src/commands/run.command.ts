@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { request } from 'undici';
-import { CampaignValidationError, startEmbedded, waitForRun } from '@fathom/services';
+import { CampaignValidationError, parseCampaign, startEmbedded, waitForRun } from '@fathom/services';
 import { CliExit } from '../cli-exit';
 import { formatRunSummary, type PrintableRun } from '../format/run-summary.format';
 import { readCampaignFile } from './campaign-file';
@@ -53,6 +53,12 @@ function invalid(issues: Array<{ field: string; message: string }>): CliExit {
 }
 
 async function runEmbedded(input: unknown, options: RunOptions): Promise<PrintableRun> {
+  // Refuse a bad file before paying for the embedded database's start.
+  try {
+    parseCampaign(input);
+  } catch (error) {
+    throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
+  }
   const fathom = await startEmbedded({
     dataDir: options.dataDir ?? null,
     logLevels: options.verbose ? ['error', 'warn', 'log'] : ['error'],

@@ -38,8 +38,9 @@ export class CampaignService {
     spec: CampaignSpec,
     trigger: RunTrigger,
     parentRunId: string | null,
+    reason: string | null = null,
   ): Promise<StartedRun> {
-    const run = await this.runs.create({ campaignId, trigger, parentRunId });
+    const run = await this.runs.create({ campaignId, trigger, parentRunId, reason });
     const count = spec.load.shards;
     const commands: RunShardCommand[] = Array.from({ length: count }, (_, index) => ({
       ...envelope(campaignId, run.id),
@@ -59,18 +60,30 @@ export class CampaignService {
     return { campaignId, runId: run.id };
   }
 
-  /** Stops a run's load: every load-generator gets the abort (broadcast). */
+  /** Starts a run of a stored campaign (schedules, alerts); null when there is no such campaign. */
+  async startStored(
+    campaignId: string,
+    trigger: RunTrigger,
+    reason: string | null,
+  ): Promise<StartedRun | null> {
+    const campaign = await this.campaigns.get(campaignId);
+    if (!campaign) return null;
+    return this.startRun(campaignId, campaign.spec, trigger, null, reason);
+  }
+
+  /**
+   * Stops a run's load: every load-generator gets the abort (broadcast) and stops starting
+   * requests and cancels those in flight (see `runShard`'s signal). The abort is published
+   * before the state is stored, so the load stops as soon as the bus delivers it.
+   */
   async abort(runId: string, reason: string): Promise<boolean> {
     const run = await this.runs.get(runId);
-    if (!run) return false;
-    const changed = await this.runs.transition(runId, 'aborted', { reason });
-    if (changed) {
-      await this.bus.publish(Topics.runControl, {
-        ...envelope(run.campaignId, runId),
-        kind: 'abort',
-        reason,
-      });
-    }
-    return changed;
+    if (!run || (run.status !== 'pending' && run.status !== 'running')) return false;
+    await this.bus.publish(Topics.runControl, {
+      ...envelope(run.campaignId, runId),
+      kind: 'abort',
+      reason,
+    });
+    return this.runs.transition(runId, 'aborted', { reason });
   }
 }

@@ -1,15 +1,25 @@
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
 import { CampaignRepository, RunRepository } from '@fathom/storage';
-import { Topics, type RunReport, type SloTierChange, type RunLifecycle } from '@fathom/contracts';
+import {
+  Topics,
+  type BreakerChange,
+  type RunReport,
+  type SloTierChange,
+  type RunLifecycle,
+} from '@fathom/contracts';
 import { decideRerun } from '@fathom/analysis';
 import { consumerGroup } from '../runtime/service-name';
 import { CampaignService } from './campaign.service';
+import { ORCHESTRATOR_CONFIG, type OrchestratorConfig } from './orchestrator.config';
+import { measurementInvalidity, rerunBackoffMs, type ReportedValidity } from './rerun-trigger.util';
 
 /**
  * Owns the run lifecycle: pending -> running on the first shard, completed/failed when the
- * analyzer's report arrives; and reruns when a run's SLO tier changed, bounded by the
- * campaign's rerun policy (cap, cool-down, one pending at a time).
+ * analyzer's report arrives; and reruns when a run's SLO tier changed, a breaker opened, or the
+ * report says the measurement itself was invalid, bounded by the campaign's rerun policy (cap,
+ * cool-down, one pending at a time: the debounce) plus an exponential backoff. Each rerun
+ * stores its reason and its parent run.
  */
 @Injectable()
 export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown {
@@ -26,6 +36,7 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
     private readonly runs: RunRepository,
     private readonly campaigns: CampaignRepository,
     private readonly campaignService: CampaignService,
+    @Inject(ORCHESTRATOR_CONFIG) private readonly config: OrchestratorConfig,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -44,6 +55,11 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
         Topics.sloTier,
         { group: consumerGroup('orchestrator', Topics.sloTier) },
         (e) => this.onTierChange(e),
+      ),
+      await this.bus.subscribe(
+        Topics.breaker,
+        { group: consumerGroup('orchestrator', Topics.breaker) },
+        (e) => this.onBreakerChange(e),
       ),
     );
   }
@@ -72,20 +88,34 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
     }
     const run = await this.runs.get(event.runId);
     if (run?.trigger === 'rerun') this.pendingRerun.delete(run.campaignId);
-    const reason = this.rerunRequested.get(event.runId);
-    if (reason !== undefined) {
-      this.rerunRequested.delete(event.runId);
-      await this.considerRerun(event.campaignId, event.runId, reason);
-    }
+    const validity = (event as RunReport & { validity?: ReportedValidity }).validity;
+    const invalid = measurementInvalidity(summary, validity);
+    const requested = this.rerunRequested.get(event.runId);
+    this.rerunRequested.delete(event.runId);
+    const reason = [requested, invalid].filter((r): r is string => r !== undefined && r !== null).join('; ');
+    if (reason) await this.considerRerun(event.campaignId, event.runId, reason);
+  }
+
+  private async onBreakerChange(event: BreakerChange): Promise<void> {
+    if (event.to !== 'open') return;
+    const { target, layer, node } = event.breaker;
+    await this.requestRerun(
+      event.runId,
+      `breaker ${target}/${layer}/${node} ${event.from} -> open: ${event.reason}`,
+    );
   }
 
   private async onTierChange(event: SloTierChange): Promise<void> {
     // The first tier a run enters is an assignment, not a change.
     if (event.from === null) return;
     this.logger.log(`run ${event.runId}: tier ${event.from} -> ${event.to} (${event.reason})`);
-    const run = await this.runs.get(event.runId);
+    await this.requestRerun(event.runId, `tier ${event.from} -> ${event.to}: ${event.reason}`);
+  }
+
+  /** A rerun is considered when the run ends (requests during it fold into the first), or now. */
+  private async requestRerun(runId: string, reason: string): Promise<void> {
+    const run = await this.runs.get(runId);
     if (!run) return;
-    const reason = `tier ${event.from} -> ${event.to}: ${event.reason}`;
     if (run.status === 'pending' || run.status === 'running') {
       if (!this.rerunRequested.has(run.id)) this.rerunRequested.set(run.id, reason);
     } else {
@@ -98,11 +128,15 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
     if (!campaign) return;
     const history = await this.runs.list({ campaignId });
     const ended = history.map((r) => r.endedAt).filter((t): t is number => t !== null);
+    const rerunsStarted = history.filter((r) => r.trigger === 'rerun').length;
     const decision = decideRerun(
       campaign.spec.reruns,
       {
-        rerunsStarted: history.filter((r) => r.trigger === 'rerun').length,
-        rerunPending: this.pendingRerun.has(campaignId),
+        rerunsStarted,
+        // In memory (scheduled timer) or in storage (a rerun not yet ended, e.g. after a restart).
+        rerunPending:
+          this.pendingRerun.has(campaignId) ||
+          history.some((r) => r.trigger === 'rerun' && (r.status === 'pending' || r.status === 'running')),
         lastRunEndedAt: history.some((r) => r.endedAt === null)
           ? null
           : ended.length
@@ -116,16 +150,23 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
       return;
     }
     this.pendingRerun.add(campaignId);
+    const backoffMs = rerunBackoffMs(
+      rerunsStarted,
+      this.config.FATHOM_RERUN_BACKOFF_MS,
+      this.config.FATHOM_RERUN_BACKOFF_MAX_MS,
+    );
+    const delayMs = Math.max(decision.delayMs, backoffMs);
+    this.logger.log(`rerun of campaign ${campaignId} after run ${runId} in ${delayMs} ms: ${reason}`);
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       this.campaignService
-        .startRun(campaignId, campaign.spec, 'rerun', runId)
+        .startRun(campaignId, campaign.spec, 'rerun', runId, reason)
         .then((r) => this.logger.log(`rerun ${r.runId} of campaign ${campaignId} started (${reason})`))
         .catch((error: Error) => {
           this.pendingRerun.delete(campaignId);
           this.logger.error(`rerun of campaign ${campaignId} failed to start: ${error.message}`);
         });
-    }, decision.delayMs);
+    }, delayMs);
     this.timers.add(timer);
   }
 }

@@ -1,0 +1,66 @@
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  UseGuards,
+} from '@nestjs/common';
+import { CampaignRepository } from '@fathom/storage';
+import { ApiTokenGuard } from './api-token.guard';
+import { ScheduleRepository } from './schedule.repository';
+import { ScheduleInputSchema } from './schedule.util';
+
+@Controller('v1/schedules')
+export class ScheduleController {
+  constructor(
+    private readonly schedules: ScheduleRepository,
+    private readonly campaigns: CampaignRepository,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  @UseGuards(ApiTokenGuard)
+  async create(@Body() body: unknown) {
+    const parsed = ScheduleInputSchema.safeParse(body);
+    if (!parsed.success) {
+      throw new BadRequestException({
+        statusCode: 400,
+        message: 'invalid schedule',
+        issues: parsed.error.issues.map((i) => ({ field: i.path.join('.') || '(root)', message: i.message })),
+      });
+    }
+    if (!(await this.campaigns.get(parsed.data.campaignId))) {
+      throw new BadRequestException({
+        statusCode: 400,
+        message: 'no such campaign',
+        issues: [{ field: 'campaignId', message: 'no such campaign' }],
+      });
+    }
+    return this.schedules.create(parsed.data);
+  }
+
+  @Get()
+  list() {
+    return this.schedules.list();
+  }
+
+  @Get(':id')
+  async get(@Param('id') id: string) {
+    const schedule = await this.schedules.get(id);
+    if (!schedule) throw new NotFoundException(`no schedule ${id}`);
+    return schedule;
+  }
+
+  /** Disables the schedule (kept for its history); a run it started is not touched. */
+  @Delete(':id')
+  @HttpCode(204)
+  @UseGuards(ApiTokenGuard)
+  async disable(@Param('id') id: string): Promise<void> {
+    if (!(await this.schedules.disable(id))) throw new NotFoundException(`no schedule ${id}`);
+  }
+}

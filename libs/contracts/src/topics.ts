@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { RunShardCommandSchema, RunControlSchema, RunLifecycleSchema } from './events/run.event';
 import { RequestTelemetrySchema, TelemetryWindowSchema, GpuTelemetrySchema } from './events/telemetry.event';
 import { SemanticSignalSchema } from './events/signal.event';
-import { SloTierChangeSchema, BreakerChangeSchema } from './events/state.event';
+import { SloTierChangeSchema, BreakerChangeSchema, RootCauseChangeSchema } from './events/state.event';
 import { RunReportSchema } from './events/report.event';
 import { DeadLetterSchema } from './events/dead-letter.event';
 
@@ -84,6 +84,12 @@ export const Topics = {
     BreakerChangeSchema,
     (e) => e.runId,
     'analyzer -> orchestrator, load-generator: a circuit breaker changed state',
+  ),
+  rootCause: topic(
+    'fathom.state.root-cause.v1',
+    RootCauseChangeSchema,
+    (e) => e.runId,
+    'analyzer -> orchestrator, operators: live ranked root causes of a run changed',
   ),
   runReport: topic(
     'fathom.run.report.v1',

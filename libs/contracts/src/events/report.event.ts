@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { envelopeShape } from '../envelope';
 import { RunStatusSchema } from './run.event';
+import { RootCauseCauseSchema } from './state.event';
 
 export const QuantilesSchema = z.object({
   count: z.number().int().nonnegative(),
@@ -51,13 +52,36 @@ export const RunSummarySchema = z.object({
     last: z.record(z.string(), z.number()),
   }),
   tier: z.string().nullable(),
-  tierChanges: z.array(z.object({ at: z.number(), from: z.string().nullable(), to: z.string(), reason: z.string() })),
+  tierChanges: z.array(
+    z.object({ at: z.number(), from: z.string().nullable(), to: z.string(), reason: z.string() }),
+  ),
   slo: SloVerdictSchema,
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 
+/**
+ * Whether the run measured the target at all. `valid: false` means the figures describe the
+ * generator or a transient, not the target: the orchestrator may rerun (each reason says why).
+ */
+export const MeasurementValiditySchema = z.object({
+  valid: z.boolean(),
+  reasons: z.array(
+    z.object({
+      kind: z.enum(['generator-bottleneck', 'token-count-mismatch', 'no-steady-state']),
+      detail: z.string(),
+      figures: z.record(z.string(), z.number()),
+    }),
+  ),
+});
+export type MeasurementValidity = z.infer<typeof MeasurementValiditySchema>;
+
 export const RunReportSchema = z.object({
   ...envelopeShape,
   summary: RunSummarySchema,
+  /** Version of the stored report document this event announces (absent from older producers). */
+  reportVersion: z.number().int().positive().optional(),
+  validity: MeasurementValiditySchema.optional(),
+  /** Ranked root causes, best first (absent from older producers; empty when nothing was wrong). */
+  rootCauses: z.array(RootCauseCauseSchema).optional(),
 });
 export type RunReport = z.infer<typeof RunReportSchema>;

@@ -8,6 +8,8 @@ export const SloTierChangeSchema = z.object({
   to: z.string(),
   reason: z.string(),
   figures: z.record(z.string(), z.number()),
+  /** The objective whose verdict caused the change (absent from older producers). */
+  objective: z.string().optional(),
 });
 export type SloTierChange = z.infer<typeof SloTierChangeSchema>;
 
@@ -20,5 +22,37 @@ export const BreakerChangeSchema = z.object({
   from: BreakerStateSchema,
   to: BreakerStateSchema,
   reason: z.string(),
+  /**
+   * Request paths (as the load-generator sends them, e.g. `/v1/chat/completions`) this breaker
+   * guards: a generator stops sending on them while the breaker is open. Absent: the whole layer.
+   */
+  paths: z.array(z.string()).optional(),
+  /** Figures that caused the change (failure rate, slow-call rate, calls, trips per minute). */
+  figures: z.record(z.string(), z.number()).optional(),
 });
 export type BreakerChange = z.infer<typeof BreakerChangeSchema>;
+
+/**
+ * The analyzer's live root-cause verdict for a run changed (a cause was first named, or the top
+ * cause changed). `causes` is the ranked list at that moment, best first.
+ */
+export const RootCauseCauseSchema = z.object({
+  kind: z.string(),
+  title: z.string(),
+  confidence: z.number().min(0).max(1),
+  /** Epoch ms of the evidence's first and last bad observation. */
+  since: z.number(),
+  until: z.number(),
+  evidence: z.array(z.string()),
+  figures: z.record(z.string(), z.number()),
+  advice: z.array(z.string()),
+});
+export type RootCauseCause = z.infer<typeof RootCauseCauseSchema>;
+
+export const RootCauseChangeSchema = z.object({
+  ...envelopeShape,
+  /** Kind of the top cause, null when nothing is wrong any more. */
+  top: z.string().nullable(),
+  causes: z.array(RootCauseCauseSchema),
+});
+export type RootCauseChange = z.infer<typeof RootCauseChangeSchema>;

@@ -1,0 +1,185 @@
+import type { CampaignSpec, RequestRecord } from '@fathom/contracts';
+import { assessHallucinationRisk } from '@fathom/semantic';
+
+/** The layers a request path belongs to: breakers and root causes are kept per layer. */
+export type Layer = 'llm' | 'embed' | 'retrieve' | 'rerank' | 'index' | `tool:${string}` | 'agent' | 'http';
+
+/** One call on one layer inside a request (an HTTP DAG iteration or a tool chain has several). */
+export interface LayerCall {
+  readonly layer: Layer;
+  /** The path as the load-generator sends it. */
+  readonly path: string;
+  readonly ok: boolean;
+  /** HTTP status of the call, 0 when it never got one or it is not known separately. */
+  readonly status: number;
+  /** Why it failed, when it did (first 160 characters). */
+  readonly error?: string;
+  /** An assertion on the response failed (the contract, not the transport). */
+  readonly assertionFailed?: boolean;
+}
+
+/**
+ * The compact view of one request record the analyzer keeps (a record is kilobytes, a digest
+ * about a hundred bytes). Stored per telemetry batch so a report can be rebuilt after a restart.
+ */
+export interface RecordDigest {
+  /** Epoch ms when the request ended (actual start + E2E). */
+  readonly at: number;
+  readonly startedAt: number;
+  /** Actual start minus intended start (ms): the generator's own lateness. */
+  readonly lateMs: number;
+  readonly ok: boolean;
+  readonly errorClass: string | null;
+  readonly e2eMs: number;
+  readonly ttftMs: number | null;
+  /** Longest gap between content chunks (ms), null with fewer than two chunks. */
+  readonly gapMaxMs: number | null;
+  /** Median gap between content chunks (ms). */
+  readonly gapMedianMs: number | null;
+  /** Server-reported minus client-counted output tokens; null without usage. */
+  readonly tokenMismatch: number | null;
+  readonly outputTokens: number;
+  /** Hallucination-risk segments in the response; null without top logprobs. */
+  readonly riskSegments: number | null;
+  readonly maxWindowEntropyBits: number | null;
+  readonly calls: readonly LayerCall[];
+}
+
+/** Which layer a request path belongs to. */
+export function layerOfPath(path: string): Layer {
+  const p = path.toLowerCase();
+  if (p.includes('/rerank')) return 'rerank';
+  if (p.includes('/retrieve') || p.includes('/search')) return 'retrieve';
+  if (p.includes('/index')) return 'index';
+  if (p.includes('/embeddings')) return 'embed';
+  if (p.includes('/chat/completions') || p.endsWith('/completions')) return 'llm';
+  const tool = /\/tools\/([\w-]+)/.exec(p);
+  if (tool) return `tool:${tool[1]}`;
+  if (p.includes('/agents')) return 'agent';
+  return 'http';
+}
+
+function joinPath(baseUrl: string, suffix: string): string {
+  const base = new URL(baseUrl).pathname.replace(/\/$/, '');
+  return `${base}${suffix}`;
+}
+
+function originPath(suffix: string): string {
+  return suffix;
+}
+
+function excerpt(text: string | undefined): string | undefined {
+  return text === undefined ? undefined : text.slice(0, 160);
+}
+
+/** Which calls a record stands for, from the campaign's scenario and the record's outcome. */
+export function layerCalls(record: RequestRecord, spec: CampaignSpec): LayerCall[] {
+  const scenario = spec.scenario;
+  const ok = record.errorClass === null;
+  const error = excerpt(record.errorMessage);
+  if (scenario.type === 'chat') {
+    const path = joinPath(
+      spec.target.baseUrl,
+      scenario.endpoint === 'chat' ? '/chat/completions' : '/completions',
+    );
+    return [{ layer: 'llm', path, ok, status: record.status, ...(ok ? {} : { error }) }];
+  }
+  if (scenario.type === 'embeddings') {
+    return [
+      {
+        layer: 'embed',
+        path: joinPath(spec.target.baseUrl, '/embeddings'),
+        ok,
+        status: record.status,
+        ...(ok ? {} : { error }),
+      },
+    ];
+  }
+  if (scenario.type === 'http') {
+    if (ok)
+      return scenario.steps.map((s) => ({
+        layer: layerOfPath(s.path),
+        path: joinPath(spec.target.baseUrl, s.path),
+        ok: true,
+        status: record.status,
+      }));
+    // The driver names the first failing step: "step <name>: <why>".
+    const named = /^step ([\w-]+): (.*)$/s.exec(record.errorMessage ?? '');
+    const step = named ? scenario.steps.find((s) => s.name === named[1]) : undefined;
+    if (!step)
+      return [{ layer: 'http', path: '', ok: false, status: record.status, ...(error ? { error } : {}) }];
+    const assertionFailed = /^assertion /.test(named![2]);
+    return [
+      {
+        layer: layerOfPath(step.path),
+        path: joinPath(spec.target.baseUrl, step.path),
+        ok: false,
+        status: record.status,
+        error: excerpt(named![2]),
+        ...(assertionFailed ? { assertionFailed } : {}),
+      },
+    ];
+  }
+  if (scenario.type !== 'tool-chain') {
+    // Scenarios added after this was written (e.g. a RAG layer scenario): its `layer`/`path` if any.
+    const other = scenario as { layer?: string; path?: string };
+    const path = other.path ?? (other.layer ? `/rag/${other.layer}` : '');
+    const layer = other.layer && !other.path ? layerOfPath(`/rag/${other.layer}`) : layerOfPath(path);
+    return [{ layer, path, ok, status: record.status, ...(ok ? {} : { error }) }];
+  }
+  // tool-chain: "tool <name>: HTTP n" names a failed tool call, anything else is the model's step.
+  const llm = joinPath(spec.target.baseUrl, '/chat/completions');
+  const tool = /^tool ([\w-]+): (.*)$/s.exec(record.errorMessage ?? '');
+  if (!ok && tool) {
+    const def = scenario.tools.find((t) => t.name === tool[1]);
+    return [
+      { layer: 'llm', path: llm, ok: true, status: 200 },
+      {
+        layer: `tool:${tool[1]}`,
+        path: originPath(def?.invokePath ?? `/tools/${tool[1]}`),
+        ok: false,
+        status: record.status,
+        error: excerpt(tool[2]),
+      },
+    ];
+  }
+  return [{ layer: 'llm', path: llm, ok, status: record.status, ...(ok ? {} : { error }) }];
+}
+
+function gapStats(offsets: readonly number[]): { max: number | null; median: number | null } {
+  if (offsets.length < 2) return { max: null, median: null };
+  const gaps: number[] = [];
+  for (let i = 1; i < offsets.length; i++) gaps.push(offsets[i] - offsets[i - 1]);
+  gaps.sort((a, b) => a - b);
+  return { max: gaps[gaps.length - 1], median: gaps[Math.floor(gaps.length / 2)] };
+}
+
+/** Digests one record; the hallucination verdict uses the spec's entropy bands (@fathom/semantic). */
+export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordDigest {
+  const gaps = gapStats(record.chunkOffsetsMs);
+  let riskSegments: number | null = null;
+  let maxWindowEntropyBits: number | null = null;
+  if (record.logprobs?.length) {
+    const risk = assessHallucinationRisk(record.logprobs);
+    if (risk.status === 'ok') {
+      riskSegments = risk.segments.length;
+      maxWindowEntropyBits = risk.maxWindowMeanBits;
+    }
+  }
+  return {
+    at: record.startedAt + record.e2eMs,
+    startedAt: record.startedAt,
+    lateMs: Math.max(0, record.startedAt - record.scheduledAt),
+    ok: record.errorClass === null,
+    errorClass: record.errorClass,
+    e2eMs: record.e2eMs,
+    ttftMs: record.ttftMs,
+    gapMaxMs: gaps.max,
+    gapMedianMs: gaps.median,
+    tokenMismatch: record.usage ? record.usage.completionTokens - record.outputTokensClient : null,
+    outputTokens: record.outputTokensClient,
+    riskSegments,
+    maxWindowEntropyBits,
+    calls: layerCalls(record, spec),
+  };
+}

@@ -1,0 +1,206 @@
+import type { DetectorSignal, GpuSample, GpuTelemetry, TelemetryWindow } from '@fathom/contracts';
+import { mergeWindows } from '@fathom/load';
+import type { RecordDigest } from './record-digest';
+
+export interface GpuPoint {
+  readonly at: number;
+  readonly source: string;
+  readonly samples: readonly GpuSample[];
+}
+
+export interface LatencyFigures {
+  readonly p50: number | null;
+  readonly p95: number | null;
+  readonly p99: number | null;
+  readonly max: number | null;
+}
+
+/** What happened over one span of a run, merged across generators. */
+export interface SpanView {
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly requests: number;
+  readonly errors: number;
+  readonly errorClasses: Record<string, number>;
+  readonly late: number;
+  readonly dropped: number;
+  readonly latency: {
+    readonly e2e: LatencyFigures;
+    readonly correctedE2e: LatencyFigures;
+    readonly ttft: LatencyFigures;
+    readonly itl: LatencyFigures;
+  };
+  readonly digests: readonly RecordDigest[];
+  readonly gpu: readonly GpuPoint[];
+  readonly detectors: readonly DetectorSignal[];
+}
+
+/**
+ * Everything the analyzer knows of one run, in time order: telemetry windows (the exact latency
+ * stream), record digests, GPU scrapes and detector signals. Spans are half-open (from, to]
+ * on the time each piece of evidence describes: a window's end, a request's end, a scrape.
+ */
+export class RunTimeline {
+  private readonly windowsByKey = new Map<string, TelemetryWindow>();
+  private readonly digestList: RecordDigest[] = [];
+  private readonly gpuList: GpuPoint[] = [];
+  private readonly detectorList: DetectorSignal[] = [];
+  private digestsSorted = true;
+  private gpuSorted = true;
+
+  addWindow(window: TelemetryWindow): void {
+    this.windowsByKey.set(`${window.generatorId}/${window.shard}/${window.seq}`, window);
+  }
+
+  addDigests(digests: readonly RecordDigest[]): void {
+    for (const d of digests) {
+      const last = this.digestList[this.digestList.length - 1];
+      if (last && d.at < last.at) this.digestsSorted = false;
+      this.digestList.push(d);
+    }
+  }
+
+  addGpu(scrape: GpuTelemetry): void {
+    if (scrape.health !== 'ok') return;
+    const last = this.gpuList[this.gpuList.length - 1];
+    if (last && scrape.scrapedAt < last.at) this.gpuSorted = false;
+    this.gpuList.push({ at: scrape.scrapedAt, source: scrape.source, samples: scrape.samples });
+  }
+
+  addDetector(signal: DetectorSignal): void {
+    this.detectorList.push(signal);
+  }
+
+  get windows(): TelemetryWindow[] {
+    return [...this.windowsByKey.values()];
+  }
+
+  get digests(): readonly RecordDigest[] {
+    this.sort();
+    return this.digestList;
+  }
+
+  get gpu(): readonly GpuPoint[] {
+    this.sort();
+    return this.gpuList;
+  }
+
+  get detectors(): readonly DetectorSignal[] {
+    return this.detectorList;
+  }
+
+  /** Start of the first window (epoch ms), or the first digest; null before any evidence. */
+  get startMs(): number | null {
+    let start: number | null = null;
+    for (const w of this.windowsByKey.values())
+      start = start === null ? w.windowStart : Math.min(start, w.windowStart);
+    if (start === null && this.digestList.length)
+      start = Math.min(...this.digestList.map((d) => d.startedAt));
+    return start;
+  }
+
+  /** Time of the newest evidence (epoch ms). */
+  get latestMs(): number | null {
+    let latest: number | null = null;
+    const bump = (t: number) => (latest = latest === null ? t : Math.max(latest, t));
+    for (const w of this.windowsByKey.values()) bump(w.windowStart + w.windowMs);
+    const d = this.digests;
+    if (d.length) bump(d[d.length - 1].at);
+    return latest;
+  }
+
+  span(fromMs: number, toMs: number): SpanView {
+    const windows = [...this.windowsByKey.values()].filter((w) => {
+      const end = w.windowStart + w.windowMs;
+      return end > fromMs && end <= toMs;
+    });
+    const merged = mergeWindows(windows);
+    const pick = (q: { p50: number | null; p95: number | null; p99: number | null; max: number | null }) => ({
+      p50: q.p50,
+      p95: q.p95,
+      p99: q.p99,
+      max: q.max,
+    });
+    return {
+      fromMs,
+      toMs,
+      requests: merged.requests,
+      errors: merged.errors,
+      errorClasses: merged.errorClasses,
+      late: merged.late,
+      dropped: merged.dropped,
+      latency: {
+        e2e: pick(merged.quantiles.e2e),
+        correctedE2e: pick(merged.quantiles.correctedE2e),
+        ttft: pick(merged.quantiles.ttft),
+        itl: pick(merged.quantiles.itl),
+      },
+      digests: between(this.digests, (d) => d.at, fromMs, toMs),
+      gpu: between(this.gpu, (g) => g.at, fromMs, toMs),
+      detectors: this.detectorList.filter((s) => s.emittedAt > fromMs && s.emittedAt <= toMs),
+    };
+  }
+
+  private sort(): void {
+    if (!this.digestsSorted) {
+      this.digestList.sort((a, b) => a.at - b.at);
+      this.digestsSorted = true;
+    }
+    if (!this.gpuSorted) {
+      this.gpuList.sort((a, b) => a.at - b.at);
+      this.gpuSorted = true;
+    }
+  }
+}
+
+function between<T>(sorted: readonly T[], at: (item: T) => number, fromMs: number, toMs: number): T[] {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (at(sorted[mid]) <= fromMs) lo = mid + 1;
+    else hi = mid;
+  }
+  const out: T[] = [];
+  for (let i = lo; i < sorted.length && at(sorted[i]) <= toMs; i++) out.push(sorted[i]);
+  return out;
+}
+
+/** Mean over the span of one canonical metric, averaged over GPUs/engines per scrape; null when absent. */
+export function gpuMean(points: readonly GpuPoint[], metric: string): number | null {
+  const values = gpuSeries(points, metric).map((p) => p.value);
+  return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+}
+
+export function gpuMax(points: readonly GpuPoint[], metric: string): number | null {
+  const values = gpuSeries(points, metric).map((p) => p.value);
+  return values.length ? Math.max(...values) : null;
+}
+
+/** Increase of a counter over the span (sum over engines of last - first, restarts count from 0). */
+export function gpuCounterIncrease(points: readonly GpuPoint[], metric: string): number | null {
+  const series = gpuSeries(points, metric);
+  if (series.length < 2) return null;
+  let increase = 0;
+  for (let i = 1; i < series.length; i++) {
+    const delta = series[i].value - series[i - 1].value;
+    increase += delta >= 0 ? delta : series[i].value;
+  }
+  return increase;
+}
+
+/** Per scrape: the metric's mean over the GPUs/engines that reported it. */
+export function gpuSeries(points: readonly GpuPoint[], metric: string): { at: number; value: number }[] {
+  const out: { at: number; value: number }[] = [];
+  for (const p of points) {
+    let sum = 0;
+    let n = 0;
+    for (const s of p.samples) {
+      if (s.metric !== metric) continue;
+      sum += s.value;
+      n++;
+    }
+    if (n) out.push({ at: p.at, value: sum / n });
+  }
+  return out;
+}

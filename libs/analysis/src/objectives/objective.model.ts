@@ -1,0 +1,198 @@
+import {
+  KV_HIT_RATE_VARIANCE_HEALTHY_BELOW,
+  PrefixCacheHitRateTracker,
+  variance,
+  type NormalisedSample,
+} from '@fathom/gpu';
+import type { SpanView } from '../evidence/run-timeline';
+
+export type LatencyMetricName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl';
+export type QuantileName = 'p50' | 'p95' | 'p99';
+
+/** One objective of a tier. Thresholds are the spec's unless a user overrides them. */
+export type Objective =
+  | { readonly kind: 'availability'; readonly min: number }
+  | {
+      readonly kind: 'latency';
+      readonly metric: LatencyMetricName;
+      readonly quantile: QuantileName;
+      readonly maxMs: number;
+    }
+  /** Share of requests that succeeded within the latency bounds given (GuideLLM's goodput). */
+  | {
+      readonly kind: 'goodput';
+      readonly min: number;
+      readonly e2eMaxMs?: number;
+      readonly ttftMaxMs?: number;
+    }
+  /** Goodput that also requires no hallucination-risk segment in the response. */
+  | { readonly kind: 'semantic-goodput'; readonly min: number; readonly e2eMaxMs?: number }
+  /** Variance of the prefix (KV) cache hit rate across scrapes (spec: healthy < 0.08). */
+  | { readonly kind: 'kv-hit-rate-variance'; readonly max: number }
+  /** Drop of intent-recognition accuracy against the baseline (spec: healthy < 5 %). */
+  | { readonly kind: 'intent-accuracy-drop'; readonly max: number }
+  /** Agent task end-to-end success rate (spec: healthy > 92 %). */
+  | { readonly kind: 'agent-success'; readonly min: number }
+  /** Breaker trips per minute on any one node; `maxPerMinute` is exclusive (SLO-1: >= 1/min). */
+  | { readonly kind: 'breaker-trips'; readonly maxPerMinute: number };
+
+export interface ObjectiveContext {
+  /** Highest trips per minute of any one node, over the last minute. */
+  readonly breakerTripsPerMinute: number;
+}
+
+export interface ObjectiveResult {
+  readonly objective: string;
+  /** null: no data to judge (an objective without data holds). */
+  readonly value: number | null;
+  readonly threshold: number;
+  readonly ok: boolean;
+  /** For availability: how fast the error budget burns (1 = exactly at the objective). */
+  readonly burnRate?: number;
+  readonly text: string;
+}
+
+export function objectiveName(o: Objective): string {
+  switch (o.kind) {
+    case 'latency':
+      return `${o.metric} ${o.quantile}`;
+    default:
+      return o.kind;
+  }
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(2)} %`;
+
+/** Judges one objective over one span. */
+export function evaluateObjective(o: Objective, span: SpanView, ctx: ObjectiveContext): ObjectiveResult {
+  const name = objectiveName(o);
+  const result = (
+    value: number | null,
+    threshold: number,
+    ok: boolean,
+    text: string,
+    burnRate?: number,
+  ): ObjectiveResult => ({
+    objective: name,
+    value,
+    threshold,
+    ok,
+    text,
+    ...(burnRate !== undefined ? { burnRate } : {}),
+  });
+  switch (o.kind) {
+    case 'availability': {
+      if (!span.requests) return result(null, o.min, true, 'availability: no requests');
+      const availability = 1 - span.errors / span.requests;
+      const budget = Math.max(1e-9, 1 - o.min);
+      const burn = (1 - availability) / budget;
+      const ok = availability >= o.min;
+      return result(
+        availability,
+        o.min,
+        ok,
+        `availability ${pct(availability)} ${ok ? '>=' : '<'} ${pct(o.min)} (burn rate ${burn.toFixed(1)})`,
+        burn,
+      );
+    }
+    case 'latency': {
+      const value = span.latency[o.metric][o.quantile];
+      if (value === null) return result(null, o.maxMs, true, `${name}: no data`);
+      const ok = value <= o.maxMs;
+      return result(value, o.maxMs, ok, `${name} ${value.toFixed(1)} ms ${ok ? '<=' : '>'} ${o.maxMs} ms`);
+    }
+    case 'goodput':
+    case 'semantic-goodput': {
+      const judged = span.digests;
+      if (!judged.length) return result(null, o.min, true, `${o.kind}: no records`);
+      const good = judged.filter(
+        (d) =>
+          d.ok &&
+          (o.e2eMaxMs === undefined || d.e2eMs <= o.e2eMaxMs) &&
+          (o.kind !== 'goodput' ||
+            o.ttftMaxMs === undefined ||
+            (d.ttftMs !== null && d.ttftMs <= o.ttftMaxMs)) &&
+          (o.kind !== 'semantic-goodput' || !d.riskSegments),
+      ).length;
+      const share = good / judged.length;
+      const ok = share >= o.min;
+      return result(share, o.min, ok, `${o.kind} ${pct(share)} ${ok ? '>=' : '<'} ${pct(o.min)}`);
+    }
+    case 'kv-hit-rate-variance': {
+      const v = kvHitRateVariance(span);
+      if (v === null) return result(null, o.max, true, 'KV-cache hit-rate variance: fewer than two readings');
+      const ok = v < o.max;
+      return result(v, o.max, ok, `KV-cache hit-rate variance ${v.toFixed(4)} ${ok ? '<' : '>='} ${o.max}`);
+    }
+    case 'intent-accuracy-drop': {
+      const drops = span.detectors
+        .filter((s) => s.figures.intentAccuracyDrop !== undefined)
+        .map((s) => s.figures.intentAccuracyDrop);
+      if (!drops.length)
+        return result(null, o.max, true, 'intent-accuracy drop: no intent probe in this span');
+      const drop = drops[drops.length - 1];
+      const ok = drop < o.max;
+      return result(drop, o.max, ok, `intent-accuracy drop ${pct(drop)} ${ok ? '<' : '>='} ${pct(o.max)}`);
+    }
+    case 'agent-success': {
+      const calls = span.digests.flatMap((d) => d.calls.filter((c) => c.layer === 'agent'));
+      if (!calls.length) return result(null, o.min, true, 'agent success: no agent task in this span');
+      const share = calls.filter((c) => c.ok).length / calls.length;
+      const ok = share > o.min;
+      return result(share, o.min, ok, `agent success ${pct(share)} ${ok ? '>' : '<='} ${pct(o.min)}`);
+    }
+    case 'breaker-trips': {
+      const v = ctx.breakerTripsPerMinute;
+      const ok = v < o.maxPerMinute;
+      return result(
+        v,
+        o.maxPerMinute,
+        ok,
+        `breaker trips ${v.toFixed(2)}/min ${ok ? '<' : '>='} ${o.maxPerMinute}/min on one node`,
+      );
+    }
+  }
+}
+
+/** Variance of the per-interval prefix-cache hit rate over the span's scrapes; null below two points. */
+export function kvHitRateVariance(span: Pick<SpanView, 'gpu'>): number | null {
+  const tracker = new PrefixCacheHitRateTracker();
+  const rates: number[] = [];
+  for (const point of span.gpu) {
+    const samples = point.samples.map((s) => ({ ...s, source: point.source }) as unknown as NormalisedSample);
+    for (const p of tracker.observe(samples, point.at)) rates.push(p.hitRate);
+  }
+  return variance(rates) ?? null;
+}
+
+/** A tier: an ordered, named set of objectives. Tiers are listed best first. */
+export interface TierSpec {
+  readonly name: string;
+  readonly objectives: readonly Objective[];
+}
+
+/**
+ * The spec's tiers. SLO-0 normal: 99.95 %, P99 <= 800 ms, no breaker open, and the monitoring
+ * matrix's healthy bounds (KV hit-rate variance < 0.08, intent-accuracy drop < 5 %, agent success
+ * > 92 %). SLO-1 mild degradation: 99.5 %, P99 <= 1.2 s, entered at >= 1 trip/min on one node.
+ */
+export const DEFAULT_TIER_SPECS: readonly TierSpec[] = [
+  {
+    name: 'SLO-0',
+    objectives: [
+      { kind: 'availability', min: 0.9995 },
+      { kind: 'latency', metric: 'correctedE2e', quantile: 'p99', maxMs: 800 },
+      { kind: 'breaker-trips', maxPerMinute: 1 },
+      { kind: 'kv-hit-rate-variance', max: KV_HIT_RATE_VARIANCE_HEALTHY_BELOW },
+      { kind: 'intent-accuracy-drop', max: 0.05 },
+      { kind: 'agent-success', min: 0.92 },
+    ],
+  },
+  {
+    name: 'SLO-1',
+    objectives: [
+      { kind: 'availability', min: 0.995 },
+      { kind: 'latency', metric: 'correctedE2e', quantile: 'p99', maxMs: 1200 },
+    ],
+  },
+];

@@ -1,0 +1,242 @@
+import type { BreakerChange, MeasurementValidity, RunSummary, SloTierChange } from '@fathom/contracts';
+import { smUtilisationHeatMap, type NormalisedSample } from '@fathom/gpu';
+import { gpuCounterIncrease, gpuMax, type RunTimeline } from '../evidence/run-timeline';
+import {
+  evaluateObjective,
+  kvHitRateVariance,
+  type ObjectiveResult,
+  type TierSpec,
+} from '../objectives/objective.model';
+import type { TrackedCause } from '../root-cause/root-cause.engine';
+
+/** Version of the report document's shape; bump on any breaking change. */
+export const RUN_REPORT_DOCUMENT_VERSION = 2;
+
+export interface RunReportDocument {
+  readonly schemaVersion: typeof RUN_REPORT_DOCUMENT_VERSION;
+  readonly runId: string;
+  readonly campaignId: string;
+  readonly summary: RunSummary;
+  readonly validity: MeasurementValidity;
+  /** Every tier's objectives judged over the whole run. */
+  readonly objectives: Record<string, ObjectiveResult[]>;
+  readonly tiers: {
+    readonly final: string | null;
+    readonly changes: {
+      at: number;
+      from: string | null;
+      to: string;
+      objective: string | null;
+      reason: string;
+      figures: Record<string, number>;
+    }[];
+  };
+  readonly breakers: {
+    readonly changes: {
+      at: number;
+      target: string;
+      layer: string;
+      node: string;
+      from: string;
+      to: string;
+      reason: string;
+    }[];
+    readonly trips: number;
+  };
+  readonly rootCauses: TrackedCause[];
+  readonly semantic: {
+    readonly judgedResponses: number;
+    readonly riskyResponses: number;
+    readonly stalledResponses: number;
+    readonly tokenCountMismatches: number;
+    readonly detectorSignals: Record<string, number>;
+  };
+  readonly gpu: {
+    readonly kvHitRateVariance: number | null;
+    readonly kvHitRateVarianceHealthy: boolean | null;
+    readonly kvUsagePeak: number | null;
+    readonly preemptions: number | null;
+    readonly dramActivePeak: number | null;
+    readonly smHeatMap: {
+      rows: string[];
+      bucketMs: number;
+      bucketStartsMs: number[];
+      cells: (number | null)[][];
+    };
+  };
+}
+
+export interface RunReportInput {
+  readonly runId: string;
+  readonly campaignId: string;
+  readonly summary: RunSummary;
+  readonly timeline: RunTimeline;
+  readonly tiers: readonly TierSpec[];
+  readonly tierChanges: readonly SloTierChange[];
+  readonly breakerChanges: readonly BreakerChange[];
+  readonly rootCauses: readonly TrackedCause[];
+  readonly validity: MeasurementValidity;
+  readonly stallMs: number;
+}
+
+/** The versioned JSON document stored per run (`run_reports`) and served by the API. */
+export function buildRunReportDocument(input: RunReportInput): RunReportDocument {
+  const { timeline } = input;
+  const start = timeline.startMs ?? 0;
+  const end = timeline.latestMs ?? start;
+  const whole = timeline.span(start - 1, end);
+  const trips = input.breakerChanges.filter((b) => b.to === 'open').length;
+  const objectives: Record<string, ObjectiveResult[]> = {};
+  for (const tier of input.tiers) {
+    objectives[tier.name] = tier.objectives.map((o) =>
+      evaluateObjective(o, whole, { breakerTripsPerMinute: maxTripsPerMinute(input.breakerChanges) }),
+    );
+  }
+  const detectorSignals: Record<string, number> = {};
+  for (const s of timeline.detectors) detectorSignals[s.detector] = (detectorSignals[s.detector] ?? 0) + 1;
+  const digests = timeline.digests;
+  const variance = kvHitRateVariance(whole);
+  const heat = smUtilisationHeatMap(
+    timeline.gpu.map((p) => ({
+      atMs: p.at,
+      samples: p.samples.map((s) => ({ ...s, source: p.source }) as unknown as NormalisedSample),
+    })),
+    1000,
+  );
+  return {
+    schemaVersion: RUN_REPORT_DOCUMENT_VERSION,
+    runId: input.runId,
+    campaignId: input.campaignId,
+    summary: input.summary,
+    validity: input.validity,
+    objectives,
+    tiers: {
+      final: input.tierChanges.length ? input.tierChanges[input.tierChanges.length - 1].to : null,
+      changes: input.tierChanges.map((t) => ({
+        at: t.emittedAt,
+        from: t.from,
+        to: t.to,
+        objective: t.objective ?? null,
+        reason: t.reason,
+        figures: t.figures,
+      })),
+    },
+    breakers: {
+      changes: input.breakerChanges.map((b) => ({
+        at: b.emittedAt,
+        ...b.breaker,
+        from: b.from,
+        to: b.to,
+        reason: b.reason,
+      })),
+      trips,
+    },
+    rootCauses: [...input.rootCauses],
+    semantic: {
+      judgedResponses: digests.filter((d) => d.riskSegments !== null).length,
+      riskyResponses: digests.filter((d) => (d.riskSegments ?? 0) > 0).length,
+      stalledResponses: digests.filter((d) => (d.gapMaxMs ?? 0) >= input.stallMs).length,
+      tokenCountMismatches: digests.filter((d) => (d.tokenMismatch ?? 0) !== 0).length,
+      detectorSignals,
+    },
+    gpu: {
+      kvHitRateVariance: variance,
+      kvHitRateVarianceHealthy: variance === null ? null : variance < 0.08,
+      kvUsagePeak: gpuMax(whole.gpu, 'kv_cache_usage_ratio'),
+      preemptions: gpuCounterIncrease(whole.gpu, 'preemptions_total'),
+      dramActivePeak: gpuMax(whole.gpu, 'dram_active_ratio'),
+      smHeatMap: {
+        rows: heat.rows,
+        bucketMs: heat.bucketMs,
+        bucketStartsMs: heat.bucketStartsMs,
+        cells: heat.cells,
+      },
+    },
+  };
+}
+
+function maxTripsPerMinute(changes: readonly BreakerChange[]): number {
+  const opens = changes.filter((c) => c.to === 'open');
+  let best = 0;
+  for (const o of opens) {
+    const perNode = opens.filter(
+      (x) =>
+        x.breaker.node === o.breaker.node && x.emittedAt >= o.emittedAt && x.emittedAt < o.emittedAt + 60_000,
+    ).length;
+    best = Math.max(best, perNode);
+  }
+  return best;
+}
+
+export interface RunComparison {
+  readonly baseline: string;
+  readonly candidate: string;
+  /** Per latency metric and quantile: candidate - baseline (ms) and the ratio. */
+  readonly latency: Record<
+    string,
+    { baseline: number | null; candidate: number | null; deltaMs: number | null; ratio: number | null }
+  >;
+  readonly errorRate: { baseline: number; candidate: number; delta: number };
+  readonly throughput: { baseline: number; candidate: number; ratio: number | null };
+  readonly tier: { baseline: string | null; candidate: string | null; changed: boolean };
+  readonly rootCauses: { added: string[]; removed: string[] };
+  readonly validity: { baseline: boolean; candidate: boolean };
+  /** One line per noteworthy difference (latency ratio >= 1.2 or <= 0.8, error rate, tier, causes). */
+  readonly findings: string[];
+}
+
+/** Compares two runs' report documents (a = baseline, b = candidate). Pure. */
+export function compareRuns(a: RunReportDocument, b: RunReportDocument): RunComparison {
+  const latency: RunComparison['latency'] = {};
+  const findings: string[] = [];
+  for (const metric of ['e2e', 'ttft', 'itl'] as const) {
+    for (const q of ['p50', 'p95', 'p99'] as const) {
+      const x = a.summary.latencyMs[metric][q];
+      const y = b.summary.latencyMs[metric][q];
+      const ratio = x !== null && y !== null && x > 0 ? y / x : null;
+      latency[`${metric}.${q}`] = {
+        baseline: x,
+        candidate: y,
+        deltaMs: x !== null && y !== null ? y - x : null,
+        ratio,
+      };
+      if (ratio !== null && (ratio >= 1.2 || ratio <= 0.8)) {
+        findings.push(`${metric} ${q} ${x!.toFixed(1)} -> ${y!.toFixed(1)} ms (x${ratio.toFixed(2)})`);
+      }
+    }
+  }
+  const errorRate = {
+    baseline: a.summary.errorRate,
+    candidate: b.summary.errorRate,
+    delta: b.summary.errorRate - a.summary.errorRate,
+  };
+  if (Math.abs(errorRate.delta) >= 0.001)
+    findings.push(
+      `error rate ${(100 * errorRate.baseline).toFixed(2)} % -> ${(100 * errorRate.candidate).toFixed(2)} %`,
+    );
+  const tx = a.summary.throughput.requestsPerSec;
+  const ty = b.summary.throughput.requestsPerSec;
+  const tier = {
+    baseline: a.tiers.final,
+    candidate: b.tiers.final,
+    changed: a.tiers.final !== b.tiers.final,
+  };
+  if (tier.changed) findings.push(`tier ${tier.baseline ?? 'n/a'} -> ${tier.candidate ?? 'n/a'}`);
+  const kindsA = new Set(a.rootCauses.map((c) => c.kind));
+  const kindsB = new Set(b.rootCauses.map((c) => c.kind));
+  const added = [...kindsB].filter((k) => !kindsA.has(k));
+  const removed = [...kindsA].filter((k) => !kindsB.has(k));
+  for (const k of added) findings.push(`new root cause: ${k}`);
+  for (const k of removed) findings.push(`root cause gone: ${k}`);
+  return {
+    baseline: a.runId,
+    candidate: b.runId,
+    latency,
+    errorRate,
+    throughput: { baseline: tx, candidate: ty, ratio: tx > 0 ? ty / tx : null },
+    tier,
+    rootCauses: { added, removed },
+    validity: { baseline: a.validity.valid, candidate: b.validity.valid },
+    findings,
+  };
+}

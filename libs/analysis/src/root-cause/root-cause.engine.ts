@@ -1,0 +1,425 @@
+import type { RootCauseCause } from '@fathom/contracts';
+import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
+import {
+  gpuCounterIncrease,
+  gpuMax,
+  gpuMean,
+  type RunTimeline,
+  type SpanView,
+} from '../evidence/run-timeline';
+import type { RecordDigest } from '../evidence/record-digest';
+
+export interface RootCauseOptions {
+  /** The first part of a run is ramp-up and not a baseline (ms). */
+  readonly warmupMs: number;
+  /** Length of the baseline span after warm-up (ms). */
+  readonly baselineMs: number;
+  /** The recent span judged against the baseline (ms). */
+  readonly recentMs: number;
+  /** P99 budget (ms): the campaign's, else tier SLO-0's 800 ms (spec). */
+  readonly p99BudgetMs: number;
+  /** A hop "jumped" when its figure grew by this factor over the baseline. */
+  readonly jumpFactor: number;
+  /** A gap between tokens at least this long (ms) is a stall, whatever the baseline. */
+  readonly stallMs: number;
+}
+
+export const DEFAULT_ROOT_CAUSE_OPTIONS: RootCauseOptions = {
+  warmupMs: 1_000,
+  baselineMs: 3_000,
+  recentMs: 3_000,
+  // P99 <= 800 ms: tier SLO-0 (spec)
+  p99BudgetMs: 800,
+  jumpFactor: 2,
+  stallMs: 500,
+};
+
+const ms = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(1)} ms`);
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+const iso = (t: number) => new Date(t).toISOString();
+
+function range(digests: readonly RecordDigest[], fallback: SpanView): { since: number; until: number } {
+  if (!digests.length) return { since: fallback.fromMs, until: fallback.toMs };
+  return {
+    since: Math.min(...digests.map((d) => d.startedAt)),
+    until: Math.max(...digests.map((d) => d.at)),
+  };
+}
+
+function ratio(recent: number | null, base: number | null): number | null {
+  if (recent === null || base === null || base <= 0) return null;
+  return recent / base;
+}
+
+/**
+ * The spec's root-cause flow over a recent span against the run's own baseline:
+ *   P99 over budget (or jumped)? -> which hop jumped: first hop (TTFT: queueing and prefill) or
+ *   decode (inter-token latency) -> SM heat map -> DRAM bandwidth saturated?
+ *   otherwise -> token-stream interruption rate -> stalls / truncations -> DRAM saturated?
+ * and the layer-level faults the flow does not cover (reranker busy, tool contract drift, a
+ * rise of hallucination risk, server errors). Returns causes ranked by confidence, each with its
+ * evidence, figures, time range and advice. Pure: the same timeline gives the same causes.
+ */
+export function diagnose(
+  timeline: RunTimeline,
+  nowMs: number,
+  options: RootCauseOptions = DEFAULT_ROOT_CAUSE_OPTIONS,
+): RootCauseCause[] {
+  const start = timeline.startMs;
+  if (start === null) return [];
+  const baselineFrom = start + options.warmupMs;
+  const baselineTo = baselineFrom + options.baselineMs;
+  const recentFrom = Math.max(start, nowMs - options.recentMs);
+  const recent = timeline.span(recentFrom, nowMs);
+  const hasBaseline = recentFrom >= baselineTo;
+  const base = hasBaseline ? timeline.span(baselineFrom, baselineTo) : null;
+  const causes: RootCauseCause[] = [];
+
+  // GPU context shared by the flow's branches.
+  const dram = gpuMax(recent.gpu, 'dram_active_ratio');
+  const sm = gpuMean(recent.gpu, 'sm_active_ratio') ?? gpuMean(recent.gpu, 'gpu_util_pct') ?? null;
+  const dramSaturated = dram !== null && dram > DEFAULT_BANDWIDTH_SATURATION_THRESHOLD;
+  const gpuLines = [
+    `SM heat map, recent mean: ${sm === null ? 'no SM reading' : sm > 1 ? `${sm.toFixed(0)} % util` : `${(sm * 100).toFixed(0)} % SM active`}`,
+    dram === null
+      ? 'DRAM bandwidth: no DCGM reading'
+      : `DRAM active peak ${(dram * 100).toFixed(0)} % ${dramSaturated ? '>' : '<='} ${DEFAULT_BANDWIDTH_SATURATION_THRESHOLD * 100} %: ${dramSaturated ? 'bandwidth-bound' : 'not bandwidth-bound'}`,
+  ];
+  const gpuFigures: Record<string, number> = {
+    ...(dram !== null ? { dramActivePeak: dram } : {}),
+    ...(sm !== null ? { smActiveMean: sm } : {}),
+  };
+
+  // 1. P99 over budget, or jumped against the baseline.
+  const p99 = recent.latency.e2e.p99;
+  const p99Base = base?.latency.e2e.p99 ?? null;
+  const p99Jump = ratio(p99, p99Base);
+  const overBudget =
+    p99 !== null && (p99 > options.p99BudgetMs || (p99Jump !== null && p99Jump >= options.jumpFactor));
+  const flowHead = `P99 ${ms(p99)} (baseline ${ms(p99Base)}, budget ${options.p99BudgetMs} ms)`;
+
+  // KV-cache pressure: the first hop (queue + prefill) grows because blocks run out.
+  const kvMax = gpuMax(recent.gpu, 'kv_cache_usage_ratio');
+  const preemptions = gpuCounterIncrease(recent.gpu, 'preemptions_total');
+  const waiting = gpuMean(recent.gpu, 'requests_waiting');
+  const ttft = recent.latency.ttft.p99;
+  const ttftBase = base?.latency.ttft.p99 ?? null;
+  const ttftJump = ratio(ttft, ttftBase);
+  const itl = recent.latency.itl.p50;
+  const itlBase = base?.latency.itl.p50 ?? null;
+  const itlJump = ratio(itl, itlBase);
+  const kvPressure = kvMax !== null && kvMax >= 0.9 && ((preemptions ?? 0) > 0 || (waiting ?? 0) >= 1);
+  if (kvPressure) {
+    const confidence = Math.min(
+      1,
+      0.55 +
+        ((preemptions ?? 0) > 0 ? 0.2 : 0) +
+        (overBudget ? 0.15 : 0) +
+        ((ttftJump ?? 0) >= options.jumpFactor ? 0.1 : 0),
+    );
+    causes.push({
+      kind: 'kv-cache-pressure',
+      title: 'KV cache exhausted: requests wait for blocks and running sequences are preempted',
+      confidence,
+      since: recent.fromMs,
+      until: recent.toMs,
+      evidence: [
+        flowHead,
+        `first hop (TTFT P99) ${ms(ttft)} vs baseline ${ms(ttftBase)}`,
+        `KV-cache usage peak ${(kvMax! * 100).toFixed(0)} %, ${preemptions ?? 0} preemptions, ${(waiting ?? 0).toFixed(1)} requests waiting on average`,
+        ...gpuLines,
+        `between ${iso(recent.fromMs)} and ${iso(recent.toMs)}`,
+      ],
+      figures: {
+        kvUsagePeak: kvMax!,
+        preemptions: preemptions ?? 0,
+        waitingMean: waiting ?? 0,
+        ...(ttft !== null ? { ttftP99Ms: ttft } : {}),
+        ...(ttftBase !== null ? { ttftP99BaselineMs: ttftBase } : {}),
+        ...gpuFigures,
+      },
+      advice: [
+        'give the server more KV cache (raise --gpu-memory-utilization, lower --max-model-len, or a larger GPU)',
+        'lower the max batch (--max-num-seqs) so admitted sequences fit in the cache without preemption',
+        'turn prefix caching on (--enable-prefix-caching) so shared prompt prefixes reuse blocks',
+      ],
+    });
+  }
+
+  // Decode slowed down (engine step time): the hop that jumped is inter-token latency.
+  if (
+    !kvPressure &&
+    overBudget &&
+    itlJump !== null &&
+    itlJump >= options.jumpFactor &&
+    itl !== null &&
+    itlBase !== null &&
+    itl - itlBase >= 5
+  ) {
+    const bandwidth = dramSaturated;
+    causes.push({
+      kind: bandwidth ? 'dram-bandwidth-saturation' : 'engine-step-slowdown',
+      title: bandwidth
+        ? 'decode is memory-bandwidth bound: DRAM saturated'
+        : 'every engine step got slower (decode latency jumped) without KV pressure or bandwidth saturation',
+      confidence: Math.min(1, 0.5 + 0.1 * Math.min(4, itlJump)),
+      since: recent.fromMs,
+      until: recent.toMs,
+      evidence: [
+        flowHead,
+        `hop that jumped: decode, inter-token latency P50 ${ms(itl)} vs baseline ${ms(itlBase)} (x${itlJump.toFixed(1)})`,
+        `first hop (TTFT P99) ${ms(ttft)} vs baseline ${ms(ttftBase)}`,
+        ...gpuLines,
+        `between ${iso(recent.fromMs)} and ${iso(recent.toMs)}`,
+      ],
+      figures: {
+        itlP50Ms: itl,
+        itlP50BaselineMs: itlBase,
+        itlJump,
+        ...(p99 !== null ? { e2eP99Ms: p99 } : {}),
+        ...gpuFigures,
+      },
+      advice: bandwidth
+        ? [
+            'lower the max batch (--max-num-seqs): fewer sequences read less KV per step',
+            'quantise the KV cache (fp8) to halve the bytes read per token',
+          ]
+        : [
+            'compare the SM heat map with the baseline: a co-tenant, throttling (clocks, power) or a slower kernel build explains a uniform step-time rise',
+            'lower the max batch (--max-num-seqs) to bring inter-token latency back under budget',
+          ],
+    });
+  }
+
+  // 2. Token-stream interruption: stalls (long gaps), truncations, malformed events.
+  const streamed = recent.digests.filter((d) => d.gapMaxMs !== null);
+  const baseGap = base
+    ? median(base.digests.map((d) => d.gapMedianMs).filter((g): g is number => g !== null))
+    : null;
+  const stallBound = Math.max(options.stallMs, baseGap !== null ? 20 * baseGap : 0);
+  const stalled = streamed.filter((d) => (d.gapMaxMs ?? 0) >= stallBound);
+  const interrupted = recent.digests.filter(
+    (d) => d.errorClass === 'stream-truncated' || d.errorClass === 'malformed-sse',
+  );
+  if (streamed.length >= 5 && stalled.length / streamed.length >= 0.2) {
+    const share = stalled.length / streamed.length;
+    const worst = Math.max(...stalled.map((d) => d.gapMaxMs ?? 0));
+    causes.push({
+      kind: 'stream-stall',
+      title: 'token streams stall mid-response (output buffer not flushed)',
+      confidence: Math.min(1, 0.55 + 0.4 * share),
+      ...range(stalled, recent),
+      evidence: [
+        overBudget
+          ? `${flowHead}: no hop's latency jumped (TTFT P99 ${ms(ttft)}, ITL P50 ${ms(itl)})`
+          : flowHead,
+        `token-stream interruption: ${stalled.length}/${streamed.length} responses (${pct(share)}) paused >= ${stallBound.toFixed(0)} ms, longest ${worst.toFixed(0)} ms (baseline gap median ${ms(baseGap)})`,
+        ...gpuLines,
+      ],
+      figures: {
+        stalledResponses: stalled.length,
+        streamedResponses: streamed.length,
+        stallShare: share,
+        longestGapMs: worst,
+        ...gpuFigures,
+      },
+      advice: [
+        'look for output-stream buffer overflow or a proxy that buffers SSE (disable proxy buffering, flush per chunk)',
+        'check the server for pauses between decode steps (GC, CPU contention on the API process, scheduler starvation)',
+      ],
+    });
+  }
+  if (recent.digests.length >= 5 && interrupted.length / recent.digests.length >= 0.05) {
+    const share = interrupted.length / recent.digests.length;
+    causes.push({
+      kind: 'stream-interruption',
+      title: 'token streams end early or carry malformed events',
+      confidence: Math.min(1, 0.5 + share / 2),
+      ...range(interrupted, recent),
+      evidence: [
+        `${interrupted.length}/${recent.digests.length} responses (${pct(share)}) truncated or malformed`,
+        ...gpuLines,
+      ],
+      figures: { interrupted: interrupted.length, responses: recent.digests.length, share },
+      advice: [
+        'check for connection resets between the client and the server (load balancer idle timeouts, proxy limits)',
+      ],
+    });
+  }
+
+  // Layer faults.
+  const calls = recent.digests.flatMap((d) =>
+    d.calls.map((c) => ({ ...c, at: d.at, startedAt: d.startedAt })),
+  );
+  const rerank = calls.filter((c) => c.layer === 'rerank');
+  const rerankBusy = rerank.filter((c) => !c.ok && (c.status === 503 || /busy/i.test(c.error ?? '')));
+  if (rerank.length >= 5 && rerankBusy.length / rerank.length >= 0.2) {
+    const share = rerankBusy.length / rerank.length;
+    causes.push({
+      kind: 'reranker-saturation',
+      title: 'reranker saturated: its concurrency cap refuses requests ("reranker busy")',
+      confidence: Math.min(1, 0.6 + 0.4 * share),
+      since: Math.min(...rerankBusy.map((c) => c.startedAt)),
+      until: Math.max(...rerankBusy.map((c) => c.at)),
+      evidence: [
+        `${rerankBusy.length}/${rerank.length} rerank calls (${pct(share)}) refused with 503 busy`,
+        `example: ${rerankBusy[0].error ?? 'HTTP 503'}`,
+      ],
+      figures: { refused: rerankBusy.length, calls: rerank.length, share },
+      advice: [
+        "lower the callers' rerank concurrency below the cap (spec: semaphore of 32) or queue instead of failing fast",
+        'add reranker replicas, or rerank fewer candidates per query (smaller top_n input)',
+      ],
+    });
+  }
+
+  const toolCalls = calls.filter((c) => c.layer.startsWith('tool:'));
+  const contractBroken = toolCalls.filter((c) => c.assertionFailed);
+  const baseTool = base
+    ? base.digests.flatMap((d) => d.calls.filter((c) => c.layer.startsWith('tool:')))
+    : [];
+  const baseBroken = baseTool.filter((c) => c.assertionFailed).length / Math.max(1, baseTool.length);
+  if (toolCalls.length >= 5 && contractBroken.length / toolCalls.length >= 0.2 && baseBroken < 0.05) {
+    const share = contractBroken.length / toolCalls.length;
+    const tools = [...new Set(contractBroken.map((c) => c.layer.slice(5)))];
+    causes.push({
+      kind: 'tool-schema-drift',
+      title: `tool contract drifted: responses of ${tools.join(', ')} no longer match the assertions that passed before`,
+      confidence: Math.min(1, 0.6 + 0.4 * share),
+      since: Math.min(...contractBroken.map((c) => c.startedAt)),
+      until: Math.max(...contractBroken.map((c) => c.at)),
+      evidence: [
+        `${contractBroken.length}/${toolCalls.length} tool calls (${pct(share)}) fail their response assertions, baseline ${pct(baseBroken)}`,
+        `example: ${contractBroken[0].error ?? 'assertion failed'}`,
+      ],
+      figures: { broken: contractBroken.length, calls: toolCalls.length, share, baselineShare: baseBroken },
+      advice: [
+        'route incompatible callers to the previous tool version (fallback to v1.9 with a 200 ms longer timeout, spec) until the contract is fixed',
+        "diff the tool's OpenAPI response schema against the last good one and pin the contract in a test",
+      ],
+    });
+  }
+
+  const judged = recent.digests.filter((d) => d.riskSegments !== null);
+  const baseJudged = base ? base.digests.filter((d) => d.riskSegments !== null) : [];
+  if (judged.length >= 5) {
+    const share = judged.filter((d) => (d.riskSegments ?? 0) > 0).length / judged.length;
+    const baseShare =
+      baseJudged.length >= 5
+        ? baseJudged.filter((d) => (d.riskSegments ?? 0) > 0).length / baseJudged.length
+        : null;
+    const rise = baseShare === null ? null : share - baseShare;
+    if ((rise !== null && rise >= 0.3) || (baseShare === null && share >= 0.6)) {
+      const risky = judged.filter((d) => (d.riskSegments ?? 0) > 0);
+      causes.push({
+        kind: 'hallucination-rise',
+        title: 'the share of responses with high-entropy (hallucination-risk) segments rose',
+        confidence: Math.min(1, 0.5 + (rise ?? share - 0.2)),
+        ...range(risky, recent),
+        evidence: [
+          `${risky.length}/${judged.length} responses (${pct(share)}) carry a risk segment (window mean entropy above ~2.9 bits), baseline ${baseShare === null ? 'n/a' : pct(baseShare)}`,
+          `peak window mean entropy ${Math.max(...risky.map((d) => d.maxWindowEntropyBits ?? 0)).toFixed(2)} bits (spec: facts ~2.1, hallucinated ~4.8 bits)`,
+        ],
+        figures: {
+          riskyShare: share,
+          ...(baseShare !== null ? { baselineShare: baseShare } : {}),
+          judged: judged.length,
+        },
+        advice: [
+          'lower the sampling temperature and ground answers in retrieved context',
+          'gate answers on the sliding-window entropy: regenerate or abstain on a risk segment',
+        ],
+      });
+    }
+  }
+
+  const llm = calls.filter((c) => c.layer === 'llm');
+  const serverErrors = llm.filter((c) => !c.ok && c.status >= 500);
+  if (llm.length >= 5 && serverErrors.length / llm.length >= 0.1) {
+    const share = serverErrors.length / llm.length;
+    causes.push({
+      kind: 'server-errors',
+      title: 'the inference server answers with 5xx errors',
+      confidence: Math.min(1, 0.5 + share / 2),
+      since: Math.min(...serverErrors.map((c) => c.startedAt)),
+      until: Math.max(...serverErrors.map((c) => c.at)),
+      evidence: [
+        `${serverErrors.length}/${llm.length} completions (${pct(share)}) failed with 5xx`,
+        `example: ${serverErrors[0].error ?? ''}`,
+      ],
+      figures: { failed: serverErrors.length, calls: llm.length, share },
+      advice: [
+        'read the server log for the failing requests; check health checks and restarts of the engine',
+      ],
+    });
+  }
+
+  const explosions = recent.detectors.filter((s) => s.detector === 'prompt-explosion');
+  if (explosions.length) {
+    causes.push({
+      kind: 'prompt-explosion',
+      title: 'prompts exceed the nesting depth or token surge bounds',
+      confidence: Math.min(1, 0.5 + 0.05 * explosions.length),
+      since: Math.min(...explosions.map((s) => s.emittedAt)),
+      until: Math.max(...explosions.map((s) => s.emittedAt)),
+      evidence: explosions.slice(0, 3).map((s) => s.message),
+      figures: { signals: explosions.length },
+      advice: [
+        'cap nesting depth (<= 5) and prompt tokens (<= 3x the P95 baseline) before the model sees them',
+      ],
+    });
+  }
+
+  return causes.sort((a, b) => b.confidence - a.confidence);
+}
+
+function median(values: number[]): number | null {
+  if (!values.length) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** A cause as a report keeps it: the strongest verdict seen, and when it was first named. */
+export interface TrackedCause extends RootCauseCause {
+  /** Wall-clock epoch ms when the analyzer first named this cause. */
+  readonly namedAt: number;
+}
+
+/**
+ * Accumulates live diagnoses: each kind keeps its strongest verdict, the first time it was
+ * named, and its widest time range. `observe` says whether the ranked set changed (a new kind,
+ * or a new top), which is when the analyzer publishes.
+ */
+export class RootCauseTracker {
+  private readonly causes = new Map<string, TrackedCause>();
+  private top: string | null = null;
+
+  observe(diagnosis: readonly RootCauseCause[], namedAt: number): boolean {
+    let changed = false;
+    for (const cause of diagnosis) {
+      const seen = this.causes.get(cause.kind);
+      if (!seen) {
+        this.causes.set(cause.kind, { ...cause, namedAt });
+        changed = true;
+      } else {
+        const stronger = cause.confidence > seen.confidence ? cause : seen;
+        this.causes.set(cause.kind, {
+          ...stronger,
+          namedAt: seen.namedAt,
+          since: Math.min(seen.since, cause.since),
+          until: Math.max(seen.until, cause.until),
+        });
+      }
+    }
+    const top = this.ranked()[0]?.kind ?? null;
+    if (top !== this.top) {
+      this.top = top;
+      changed = true;
+    }
+    return changed;
+  }
+
+  ranked(): TrackedCause[] {
+    return [...this.causes.values()].sort((a, b) => b.confidence - a.confidence || a.namedAt - b.namedAt);
+  }
+}

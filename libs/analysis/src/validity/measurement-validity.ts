@@ -1,0 +1,98 @@
+import type { MeasurementValidity, TelemetryWindow } from '@fathom/contracts';
+import type { RecordDigest } from '../evidence/record-digest';
+
+export interface ValidityOptions {
+  /** Share of iterations that may start late or be dropped before the generator is the bottleneck. */
+  readonly maxLateShare: number;
+  /** A response's token counts disagree when |server - client| exceeds max(absolute, relative x tokens). */
+  readonly tokenMismatchAbsolute: number;
+  readonly tokenMismatchRelative: number;
+  /** Share of responses that may disagree before the counts are not trusted. */
+  readonly maxMismatchShare: number;
+  /** Throughput per window (middle windows) may vary by this coefficient of variation. */
+  readonly maxThroughputCv: number;
+  /** Fewest middle windows (first and last excluded) to call anything steady. */
+  readonly minSteadyWindows: number;
+}
+
+export const DEFAULT_VALIDITY_OPTIONS: ValidityOptions = {
+  maxLateShare: 0.05,
+  tokenMismatchAbsolute: 2,
+  tokenMismatchRelative: 0.1,
+  maxMismatchShare: 0.05,
+  maxThroughputCv: 0.5,
+  minSteadyWindows: 3,
+};
+
+/**
+ * Whether a run measured the target: the generator kept its schedule (k6: dropped iterations;
+ * late starts in open-model profiles), client and server agree on token counts, and throughput
+ * reached a steady state. A run whose unsteadiness a named root cause explains (the target
+ * degraded under a fault) is valid: it measured that degradation.
+ */
+export function assessValidity(
+  windows: readonly TelemetryWindow[],
+  digests: readonly RecordDigest[],
+  explainedByCause: boolean,
+  options: ValidityOptions = DEFAULT_VALIDITY_OPTIONS,
+): MeasurementValidity {
+  const reasons: MeasurementValidity['reasons'] = [];
+  const requests = windows.reduce((n, w) => n + w.requests, 0);
+  const late = windows.reduce((n, w) => n + w.late, 0);
+  const dropped = windows.reduce((n, w) => n + w.dropped, 0);
+  const iterations = requests + dropped;
+  if (iterations > 0 && (late + dropped) / iterations > options.maxLateShare) {
+    reasons.push({
+      kind: 'generator-bottleneck',
+      detail: `the generator fell behind its schedule: ${late} late and ${dropped} dropped of ${iterations} iterations (> ${options.maxLateShare * 100} %)`,
+      figures: { late, dropped, iterations, share: (late + dropped) / iterations },
+    });
+  }
+
+  const counted = digests.filter((d) => d.ok && d.tokenMismatch !== null);
+  const disagree = counted.filter(
+    (d) =>
+      Math.abs(d.tokenMismatch!) >
+      Math.max(options.tokenMismatchAbsolute, options.tokenMismatchRelative * d.outputTokens),
+  );
+  if (counted.length && disagree.length / counted.length > options.maxMismatchShare) {
+    reasons.push({
+      kind: 'token-count-mismatch',
+      detail: `server and client token counts disagree on ${disagree.length}/${counted.length} responses (> ${options.maxMismatchShare * 100} %): tokenizer or usage accounting differs, token rates are not trustworthy`,
+      figures: {
+        disagree: disagree.length,
+        counted: counted.length,
+        share: disagree.length / counted.length,
+      },
+    });
+  }
+
+  // Throughput per window start (summed over generators), first and last (ramp) excluded.
+  const perStart = new Map<number, number>();
+  for (const w of windows) perStart.set(w.windowStart, (perStart.get(w.windowStart) ?? 0) + w.requests);
+  const middle = [...perStart.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .slice(1, -1)
+    .map(([, n]) => n);
+  if (!explainedByCause) {
+    if (middle.length < options.minSteadyWindows) {
+      reasons.push({
+        kind: 'no-steady-state',
+        detail: `only ${middle.length} full windows after ramp-up (< ${options.minSteadyWindows}): the run is too short to reach a steady state`,
+        figures: { windows: middle.length },
+      });
+    } else {
+      const mean = middle.reduce((a, b) => a + b, 0) / middle.length;
+      const sd = Math.sqrt(middle.reduce((a, b) => a + (b - mean) ** 2, 0) / middle.length);
+      const cv = mean > 0 ? sd / mean : Number.POSITIVE_INFINITY;
+      if (cv > options.maxThroughputCv) {
+        reasons.push({
+          kind: 'no-steady-state',
+          detail: `throughput per window varies by CV ${Number.isFinite(cv) ? cv.toFixed(2) : 'inf'} (> ${options.maxThroughputCv}) with no target-side cause named`,
+          figures: { cv: Number.isFinite(cv) ? cv : -1, meanRequestsPerWindow: mean, windows: middle.length },
+        });
+      }
+    }
+  }
+  return { valid: reasons.length === 0, reasons };
+}

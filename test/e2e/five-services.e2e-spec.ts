@@ -74,7 +74,12 @@ describe('five services over Kafka and PostgreSQL', () => {
     return {
       name: 'e2e chat',
       target: { baseUrl: `${sim.url}/v1`, metricsUrls: [`${sim.url}/metrics`] },
-      scenario: { type: 'chat', model: 'fathom-sim-8b', prompts: ['Explain KV caching.', 'Name three rivers.'], maxTokens: 16 },
+      scenario: {
+        type: 'chat',
+        model: 'fathom-sim-8b',
+        prompts: ['Explain KV caching.', 'Name three rivers.'],
+        maxTokens: 16,
+      },
       load: { concurrency: 8, durationMs: 3000 },
       reruns: { maxReruns: 0, cooldownMs: 0 },
       ...overrides,
@@ -120,7 +125,8 @@ describe('five services over Kafka and PostgreSQL', () => {
         [runId, Topics.telemetryWindow.name],
       );
       return {
-        completed: ended.reduce((n, p) => n + p.counts.completed, 0),
+        // Every request the generators finished, successful or not (`completed` counts successes).
+        finished: ended.reduce((n, p) => n + p.counts.completed + p.counts.errors, 0),
         windowsPublished: ended.reduce((n, p) => n + p.counts.windowsPublished, 0),
         windowsStored: Number(windows.rows[0].n),
       };
@@ -144,7 +150,7 @@ describe('five services over Kafka and PostgreSQL', () => {
     expect(s.gpu.scrapes).toBeGreaterThan(0);
     expect(s.tier).toMatch(/^SLO-/);
     const counts = await lifecycleCounts(run.id);
-    expect(s.requests).toBe(counts.completed);
+    expect(s.requests).toBe(counts.finished);
   });
 
   it('loses no telemetry when the analyzer is killed mid-run and restarted', async () => {
@@ -161,7 +167,7 @@ describe('five services over Kafka and PostgreSQL', () => {
     expect(run.status).toBe('completed');
     const counts = await lifecycleCounts(runId);
     expect(counts.windowsStored).toBe(counts.windowsPublished);
-    expect(run.summary!.requests).toBe(counts.completed);
+    expect(run.summary!.requests).toBe(counts.finished);
     expect(run.summary!.requests).toBeGreaterThan(0);
   });
 

@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
 import {
@@ -11,6 +11,9 @@ import {
 import { runShard } from '@fathom/load';
 import { consumerGroup } from '../runtime/service-name';
 import { TelemetryPublisher } from './telemetry.publisher';
+import { LoadMetrics } from './load.metrics';
+import { METRICS_REGISTRY } from '@fathom/observability';
+import type { Registry } from 'prom-client';
 import { probeTarget } from './target-probe';
 
 interface ActiveShard {
@@ -34,7 +37,14 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   private readonly aborted = new Set<string>();
   private readonly subscriptions: Subscription[] = [];
 
-  constructor(@InjectBus() private readonly bus: Bus) {}
+  private readonly metrics: LoadMetrics;
+
+  constructor(
+    @InjectBus() private readonly bus: Bus,
+    @Inject(METRICS_REGISTRY) registry: Registry,
+  ) {
+    this.metrics = new LoadMetrics(registry);
+  }
 
   async onModuleInit(): Promise<void> {
     this.subscriptions.push(
@@ -70,13 +80,17 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     this.taken.add(key);
     const abort = new AbortController();
     if (this.aborted.has(command.runId)) abort.abort(new Error('run aborted'));
-    const done = this.execute(command, abort).finally(() => this.active.delete(key));
+    this.metrics.activeShards.inc();
+    const done = this.execute(command, abort).finally(() => {
+      this.active.delete(key);
+      this.metrics.activeShards.dec();
+    });
     this.active.set(key, { abort, done });
   }
 
   private async execute(command: RunShardCommand, abort: AbortController): Promise<void> {
     const { spec, shard, runId, campaignId } = command;
-    const publisher = new TelemetryPublisher(this.bus, campaignId, runId, this.generatorId);
+    const publisher = new TelemetryPublisher(this.bus, campaignId, runId, this.generatorId, this.metrics);
     const empty: ShardCounts = {
       sent: 0,
       completed: 0,

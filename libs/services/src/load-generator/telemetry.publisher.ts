@@ -8,6 +8,7 @@ import {
   type TelemetryWindow,
 } from '@fathom/contracts';
 import type { TelemetrySink, WindowSnapshot } from '@fathom/load';
+import type { LoadMetrics } from './load.metrics';
 
 const MAX_BATCH = 200;
 const FLUSH_EVERY_MS = 250;
@@ -32,6 +33,7 @@ export class TelemetryPublisher implements TelemetrySink {
     private readonly campaignId: string,
     private readonly runId: string,
     private readonly generatorId: string,
+    private readonly metrics: LoadMetrics,
   ) {
     this.timer = setInterval(() => this.flush(), FLUSH_EVERY_MS);
     this.timer.unref();
@@ -43,6 +45,7 @@ export class TelemetryPublisher implements TelemetrySink {
   }
 
   window(snapshot: WindowSnapshot): void {
+    this.metrics.observe(snapshot);
     const event: TelemetryWindow = {
       ...envelope(this.campaignId, this.runId),
       generatorId: this.generatorId,

@@ -1,6 +1,6 @@
 /**
- * Turns texts into fixed-length vectors. This lib holds only the interface and the cache;
- * no model-backed embedder (USE-lite, ONNX) is implemented yet.
+ * Turns texts into fixed-length vectors. Implementations: `UseLiteEmbedder` (default, offline,
+ * TensorFlow.js) and `OnnxSentenceEmbedder` (a sentence-transformers ONNX export in a folder).
  * Contract: `embed(texts)` resolves to one vector per text, in order, each `dimensions` long.
  */
 export interface Embedder {

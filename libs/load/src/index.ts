@@ -16,3 +16,4 @@ export * from './driver/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
 export * from './campaign/campaign-file.parser';
 export * from './driver/tool-chain.driver';
+export * from './driver/rag-layer.driver';

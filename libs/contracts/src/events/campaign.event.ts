@@ -224,7 +224,27 @@ export const ToolChainScenarioSchema = z
   .strict();
 export type ToolChainScenario = z.infer<typeof ToolChainScenarioSchema>;
 
+/**
+ * One RAG layer loaded in isolation (spec: index, retrieval, rerank tested apart, with traffic
+ * dyeing). Texts come from the dataset; paths are appended to the target's origin (defaults: the
+ * simulated target's `/rag/*` endpoints).
+ */
+export const RagScenarioSchema = z
+  .object({
+    type: z.literal('rag'),
+    layer: z.enum(['index', 'retrieve', 'rerank']),
+    dataset: DatasetSchema,
+    /** index: vectors per upsert; rerank: documents per request. */
+    batchSize: z.number().int().positive().max(100000).default(16),
+    /** retrieve: top-k (spec: top-100 ANN query). */
+    k: z.number().int().positive().max(1000).default(100),
+    path: z.string().startsWith('/').optional(),
+  })
+  .strict();
+export type RagScenario = z.infer<typeof RagScenarioSchema>;
+
 export const ScenarioSchema = z.discriminatedUnion('type', [
+  RagScenarioSchema,
   ChatScenarioSchema,
   EmbeddingsScenarioSchema,
   HttpScenarioSchema,

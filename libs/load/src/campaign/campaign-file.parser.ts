@@ -79,7 +79,7 @@ export async function preflightCampaign(spec: CampaignSpec): Promise<void> {
     }
   };
   const scenario = spec.scenario;
-  if ((scenario.type === 'chat' || scenario.type === 'embeddings') && scenario.dataset) {
+  if ((scenario.type === 'chat' || scenario.type === 'embeddings' || scenario.type === 'rag') && scenario.dataset) {
     const dataset = scenario.dataset;
     await check('scenario.dataset', () => loadDataset(dataset));
   }

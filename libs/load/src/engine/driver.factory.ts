@@ -1,15 +1,17 @@
 import type { CampaignSpec, Scenario } from '@fathom/contracts';
-import { PromptSource, promptItemFromText, promptSourceFor } from '../dataset/prompt.source';
+import { loadDataset, PromptSource, promptItemFromText, promptSourceFor } from '../dataset/prompt.source';
 import { EmbeddingsDriver } from '../driver/embeddings.driver';
 import { HttpDagDriver } from '../driver/http-dag.driver';
 import { OpenAiChatDriver, type DriverOptions } from '../driver/openai-chat.driver';
 import { ToolChainDriver } from '../driver/tool-chain.driver';
+import { RagLayerDriver } from '../driver/rag-layer.driver';
 import type { RequestDriver } from '../driver/request-outcome';
 
 /** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
 export async function promptSourceOf(scenario: Scenario, shardIndex: number): Promise<PromptSource> {
   if (scenario.type === 'http') return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
   if (scenario.type === 'tool-chain') return new PromptSource(scenario.prompts.map((p) => promptItemFromText(p)), shardIndex);
+  if (scenario.type === 'rag') return new PromptSource((await loadDataset(scenario.dataset)).map((d) => promptItemFromText(d.messages.at(-1)!.content)), shardIndex);
   return promptSourceFor(scenario, shardIndex);
 }
 
@@ -24,5 +26,7 @@ export function createDriver(spec: CampaignSpec, options: DriverOptions, source:
       return new HttpDagDriver(scenario, spec.target, options);
     case 'tool-chain':
       return new ToolChainDriver(scenario, spec.target, options);
+    case 'rag':
+      return new RagLayerDriver(scenario, spec.target, options, source);
   }
 }

@@ -7,3 +7,4 @@ export * from './events/signal.event';
 export * from './events/state.event';
 export * from './events/report.event';
 export * from './events/dead-letter.event';
+export * from './events/shadow.event';

@@ -5,6 +5,7 @@ import { SemanticSignalSchema } from './events/signal.event';
 import { SloTierChangeSchema, BreakerChangeSchema, RootCauseChangeSchema } from './events/state.event';
 import { RunReportSchema } from './events/report.event';
 import { DeadLetterSchema } from './events/dead-letter.event';
+import { ShadowRequestSchema } from './events/shadow.event';
 
 /**
  * A topic: its versioned name, the zod schema of its events, and how an event is keyed.
@@ -96,6 +97,12 @@ export const Topics = {
     RunReportSchema,
     (e) => e.runId,
     'analyzer -> orchestrator: the run summary once all shards finished',
+  ),
+  shadowRequest: topic(
+    'fathom.shadow.request.v1',
+    ShadowRequestSchema,
+    (e) => e.id,
+    'production traffic tap -> orchestrator (shadow testing): one request to replay, redacted on arrival',
   ),
   deadLetter: topic(
     'fathom.dlq.v1',

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+/**
+ * One production request offered to shadow testing (topic `fathom.shadow.request.v1`), published
+ * by whatever taps production traffic (a gateway plugin, a log shipper). Fathom redacts it by
+ * the shadow campaign's rules before it stores or sends anything, replays it against the
+ * primary, the secondary (same version as the primary) and the candidate, and compares.
+ *
+ * Not tied to a run: `source` names the tap, `endpoint` the OpenAI-compatible path the request
+ * was made to (only `/v1/chat/completions` is replayed today), `intent` the caller's label for
+ * what the user wanted (results are reported per endpoint and per intent; absent = `unlabelled`).
+ */
+export const ShadowRequestSchema = z.object({
+  id: z.string().min(1),
+  schemaVersion: z.literal(1),
+  /** Epoch milliseconds when production served it. */
+  emittedAt: z.number().int().nonnegative(),
+  source: z.string().min(1),
+  endpoint: z.literal('/v1/chat/completions'),
+  intent: z.string().min(1).optional(),
+  /** The request body as production received it (OpenAI chat completion request). */
+  body: z.looseObject({
+    messages: z.array(z.looseObject({ role: z.string(), content: z.string() })).min(1),
+  }),
+});
+export type ShadowRequest = z.infer<typeof ShadowRequestSchema>;

@@ -272,4 +272,21 @@ describe(runShard.name, () => {
       await target.close();
     }
   });
+
+  it('keeps the load going when the sink throws, and counts it', async () => {
+    const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 1 }));
+    try {
+      const sut = await runShard({
+        spec: spec(target.url, { concurrency: 2, durationMs: 300 }, { type: 'chat', prompts: ['hi'], stream: false }),
+        shard: shard0,
+        ...ids,
+        sink: { record: () => { throw new Error('bus down'); }, window: () => { throw new Error('bus down'); } },
+        signal: new AbortController().signal,
+      });
+      expect(sut.completed).toBeGreaterThan(2);
+      expect(sut.sinkErrors).toBe(sut.recordsSampled + sut.windows);
+    } finally {
+      await target.close();
+    }
+  });
 });

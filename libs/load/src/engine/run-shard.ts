@@ -65,6 +65,8 @@ export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'win
   gated: number;
   recordsSampled: number;
   windows: number;
+  /** Calls into the sink that threw (the load went on; the sink must report its own failures). */
+  sinkErrors: number;
   /** Named assertions of HTTP steps over the shard. */
   assertions: Record<string, { passed: number; failed: number }>;
   /** Sweep: the measured synchronous and throughput rates (req/s of this shard) and the rates run. */
@@ -116,6 +118,7 @@ class ShardEngine {
     gated: 0,
     recordsSampled: 0,
     windows: 0,
+    sinkErrors: 0,
     assertions: {},
   };
 
@@ -193,7 +196,8 @@ class ShardEngine {
     try {
       this.options.sink.window(snapshot);
     } catch {
-      // An output that throws must not stop the load; the service's sink logs its own failures.
+      // An output that throws must not stop the load; it is counted, the sink logs its own failures.
+      this.counts.sinkErrors++;
     }
   }
 
@@ -331,6 +335,7 @@ class ShardEngine {
         this.options.sink.record(record);
       } catch {
         // See emitWindow: outputs never stop the load.
+        this.counts.sinkErrors++;
       }
     }
   }

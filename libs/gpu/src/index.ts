@@ -3,7 +3,11 @@
 
 // Prometheus text format
 export * from './exposition/prometheus-text.parser';
-export { renderPrometheusText, formatPromFloat, escapeLabelValue } from './exposition/prometheus-text.renderer';
+export {
+  renderPrometheusText,
+  formatPromFloat,
+  escapeLabelValue,
+} from './exposition/prometheus-text.renderer';
 export * from './exposition/histogram.util';
 
 // Model
@@ -12,7 +16,11 @@ export { GpuParseError } from './model/gpu-parse.error';
 export { isDcgmSentinel, parseReading, type Reading } from './model/reading.util';
 
 // Sources and parsing
-export { adaptExposition, expositionSources, type ExpositionAdaptOptions } from './sources/exposition.adapter';
+export {
+  adaptExposition,
+  expositionSources,
+  type ExpositionAdaptOptions,
+} from './sources/exposition.adapter';
 export { DCGM_FIELD_MAP, DCGM_FIELDS_NOT_NORMALISED } from './sources/dcgm.adapter';
 export { parseNvidiaSmiCsv, NVIDIA_SMI_QUERY_FIELDS } from './sources/nvidia-smi-csv.parser';
 export { parseNvidiaSmiXml } from './sources/nvidia-smi-xml.parser';
@@ -25,6 +33,7 @@ export * from './signals/prefix-cache-hit-rate.tracker';
 export * from './signals/windowed-variance';
 export * from './signals/bandwidth-saturation';
 export * from './signals/sm-heat-map';
+export * from './signals/run-derivations';
 
 // Scraping
 export * from './scrape/scrape-source';
@@ -34,3 +43,6 @@ export * from './scrape/nvidia-smi.runner';
 // Edge sampling
 export * from './edge/host-resource.reader';
 export * from './edge/edge-sampling.governor';
+
+// Joined with the load
+export * from './join/readings-during.util';

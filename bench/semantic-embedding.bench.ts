@@ -6,10 +6,18 @@
 import { UseLiteEmbedder, cosineSimilarity } from '@fathom/semantic';
 
 const PAIRS: [string, string, string][] = [
-  ['How do I reset my password?', 'What is the procedure to change my password?', 'The stock market crashed today.'],
+  [
+    'How do I reset my password?',
+    'What is the procedure to change my password?',
+    'The stock market crashed today.',
+  ],
   ['The cat sat on the mat.', 'A cat was sitting on the rug.', 'Quarterly revenue rose by ten percent.'],
   ['Where is my order?', 'I want to know where my package is.', 'Explain how photosynthesis works.'],
-  ['Book a table for two tonight.', 'Reserve dinner for two people this evening.', 'The GPU ran out of memory.'],
+  [
+    'Book a table for two tonight.',
+    'Reserve dinner for two people this evening.',
+    'The GPU ran out of memory.',
+  ],
 ];
 
 async function main(): Promise<void> {
@@ -18,14 +26,21 @@ async function main(): Promise<void> {
   let t = performance.now();
   await sut.embed(['warm up']);
   console.log(`load + first embed: ${(performance.now() - t).toFixed(0)} ms`);
-  const texts = Array.from({ length: n }, (_, i) => `Response ${i}: the model answered question ${i * 31} about topic ${i % 17} in some detail.`);
+  const texts = Array.from(
+    { length: n },
+    (_, i) => `Response ${i}: the model answered question ${i * 31} about topic ${i % 17} in some detail.`,
+  );
   t = performance.now();
   await sut.embed(texts);
   const ms = performance.now() - t;
-  console.log(`use-lite: ${n} sentences in ${ms.toFixed(0)} ms = ${(ms / n).toFixed(1)} ms/sentence, ${((n * 1000) / ms).toFixed(1)} embeddings/s`);
+  console.log(
+    `use-lite: ${n} sentences in ${ms.toFixed(0)} ms = ${(ms / n).toFixed(1)} ms/sentence, ${((n * 1000) / ms).toFixed(1)} embeddings/s`,
+  );
   for (const [a, b, c] of PAIRS) {
     const [va, vb, vc] = await sut.embed([a, b, c]);
-    console.log(`paraphrase ${cosineSimilarity(va, vb).toFixed(3)}  unrelated ${cosineSimilarity(va, vc).toFixed(3)}  (${a})`);
+    console.log(
+      `paraphrase ${cosineSimilarity(va, vb).toFixed(3)}  unrelated ${cosineSimilarity(va, vc).toFixed(3)}  (${a})`,
+    );
   }
 }
 

@@ -23,7 +23,12 @@ async function main(): Promise<void> {
       sim.faults.clearAll();
       if (rate !== null) sim.faults.set({ kind: 'hallucination_rate', rate });
       for (const top of [5, 20]) {
-        const r = await probeHallucinationRisk({ baseUrl: sim.url, requests, topLogprobs: top, concurrency: 16 });
+        const r = await probeHallucinationRisk({
+          baseUrl: sim.url,
+          requests,
+          topLogprobs: top,
+          concurrency: 16,
+        });
         const f = (v: number | null) => (v === null ? 'n/a' : v.toFixed(3));
         console.log(
           `${label.padEnd(24)} top_logprobs=${String(top).padEnd(2)} responses=${r.score.responses} planted=${r.score.plantedSpans} flagged=${r.score.flaggedSegments} ` +

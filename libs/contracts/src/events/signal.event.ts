@@ -19,9 +19,7 @@ export const TokenStatsSignalSchema = z.object({
    * verdict); `empty`: no content and no tool call; `error`: the request failed; `invalid-text`:
    * the content holds U+FFFD (bytes that were not UTF-8) or unpaired surrogates.
    */
-  assessment: z
-    .enum(['ok', 'no-logprobs', 'no-top-logprobs', 'empty', 'error', 'invalid-text'])
-    .optional(),
+  assessment: z.enum(['ok', 'no-logprobs', 'no-top-logprobs', 'empty', 'error', 'invalid-text']).optional(),
   meanEntropyBits: z.number().nonnegative().nullable().optional(),
   maxWindowMeanBits: z.number().nonnegative().nullable().optional(),
   /** Hallucination-risk segments found (each also published as a `hallucination-risk` detector signal). */
@@ -43,7 +41,10 @@ export const DetectorSignalSchema = z.object({
   figures: z.record(z.string(), z.number()),
 });
 
-export const SemanticSignalSchema = z.discriminatedUnion('kind', [TokenStatsSignalSchema, DetectorSignalSchema]);
+export const SemanticSignalSchema = z.discriminatedUnion('kind', [
+  TokenStatsSignalSchema,
+  DetectorSignalSchema,
+]);
 export type SemanticSignal = z.infer<typeof SemanticSignalSchema>;
 export type TokenStatsSignal = z.infer<typeof TokenStatsSignalSchema>;
 export type DetectorSignal = z.infer<typeof DetectorSignalSchema>;

@@ -33,7 +33,12 @@ describe(DeadlockDetector.name, () => {
       sut.observe({ agentId: 'a', step, heldResources: ['db'], progressed: false });
       verdict = sut.observe({ agentId: 'b', step, heldResources: ['index'], progressed: false });
     }
-    expect(verdict).toEqual({ deadlocked: true, stalledAgents: ['a', 'b'], heldResources: ['db', 'index'], stalledFor: 3 });
+    expect(verdict).toEqual({
+      deadlocked: true,
+      stalledAgents: ['a', 'b'],
+      heldResources: ['db', 'index'],
+      stalledFor: 3,
+    });
   });
 
   it('does not call an idle agent without resources, or a progressing one, deadlocked', () => {

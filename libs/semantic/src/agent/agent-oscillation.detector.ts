@@ -34,14 +34,21 @@ export function oscillationScore(steps: readonly AgentStep[]): OscillationScore 
   const changes: number[] = [];
   for (const list of byAgent.values()) {
     list.sort((a, b) => a.step - b.step);
-    for (let i = 1; i < list.length; i++) changes.push(cosineDistance(list[i - 1].intentEmbedding, list[i].intentEmbedding));
+    for (let i = 1; i < list.length; i++)
+      changes.push(cosineDistance(list[i - 1].intentEmbedding, list[i].intentEmbedding));
   }
-  const meanActionProbability = steps.length === 0 ? 0 : steps.reduce((s, x) => s + x.actionProbability, 0) / steps.length;
+  const meanActionProbability =
+    steps.length === 0 ? 0 : steps.reduce((s, x) => s + x.actionProbability, 0) / steps.length;
   if (changes.length === 0) return { score: 0, intentChangeStdDev: 0, meanActionProbability, transitions: 0 };
   const mean = changes.reduce((a, b) => a + b, 0) / changes.length;
   const variance = changes.reduce((a, b) => a + (b - mean) ** 2, 0) / changes.length;
   const sd = Math.sqrt(variance);
-  return { score: sd * meanActionProbability, intentChangeStdDev: sd, meanActionProbability, transitions: changes.length };
+  return {
+    score: sd * meanActionProbability,
+    intentChangeStdDev: sd,
+    meanActionProbability,
+    transitions: changes.length,
+  };
 }
 
 function cosineDistance(a: ArrayLike<number>, b: ArrayLike<number>): number {

@@ -1,11 +1,20 @@
 import type { TokenLogprob } from '@fathom/contracts';
-import { assessHallucinationRisk, centredWindowMeans, equalLikelihoodBoundary, TOKEN_RISK_BOUNDARY_BITS } from './hallucination-risk.detector';
+import {
+  assessHallucinationRisk,
+  centredWindowMeans,
+  equalLikelihoodBoundary,
+  TOKEN_RISK_BOUNDARY_BITS,
+} from './hallucination-risk.detector';
 
 /** Uniform over 2^bits candidates, all returned: entropy exactly `bits`. */
 function tokenWithEntropy(bits: number, position: number): TokenLogprob {
   const n = Math.round(2 ** bits);
   const lp = Math.log(1 / n);
-  return { token: `w${position}`, logprob: lp, top: Array.from({ length: n }, (_, i) => ({ token: i === 0 ? `w${position}` : `alt${i}`, logprob: lp })) };
+  return {
+    token: `w${position}`,
+    logprob: lp,
+    top: Array.from({ length: n }, (_, i) => ({ token: i === 0 ? `w${position}` : `alt${i}`, logprob: lp })),
+  };
 }
 
 function response(bits: number[]): TokenLogprob[] {
@@ -48,7 +57,10 @@ describe(assessHallucinationRisk.name, () => {
 
   it('classifies missing logprobs and missing alternatives instead of reporting all-clear', () => {
     expect(assessHallucinationRisk([])).toMatchObject({ status: 'no-logprobs', rows: [], segments: [] });
-    const bare = assessHallucinationRisk([{ token: 'a', logprob: -3, top: [] }, { token: 'b', logprob: -4, top: [] }]);
+    const bare = assessHallucinationRisk([
+      { token: 'a', logprob: -3, top: [] },
+      { token: 'b', logprob: -4, top: [] },
+    ]);
     expect(bare.status).toBe('no-top-logprobs');
     expect(bare.rows.every((r) => r.riskLevel === 'unknown')).toBe(true);
   });

@@ -76,7 +76,12 @@ export function equalLikelihoodBoundary(m1: number, s1: number, m2: number, s2: 
 }
 
 /** About 2.91 bits: one token's entropy above it is likelier hallucinated than grounded. */
-export const TOKEN_RISK_BOUNDARY_BITS = equalLikelihoodBoundary(FACT_MEAN_BITS, FACT_SD_BITS, HALLUCINATED_MEAN_BITS, HALLUCINATED_SD_BITS);
+export const TOKEN_RISK_BOUNDARY_BITS = equalLikelihoodBoundary(
+  FACT_MEAN_BITS,
+  FACT_SD_BITS,
+  HALLUCINATED_MEAN_BITS,
+  HALLUCINATED_SD_BITS,
+);
 
 export const DEFAULT_HALLUCINATION_RISK: Required<HallucinationRiskOptions> = {
   window: 5,
@@ -95,11 +100,21 @@ export const DEFAULT_HALLUCINATION_RISK: Required<HallucinationRiskOptions> = {
  * whose own entropy reaches `tokenBits`, so its edges sit on the uncertain tokens rather than
  * on the window's smear. Cost: O(tokens x top_logprobs); no allocation per candidate.
  */
-export function assessHallucinationRisk(logprobs: readonly TokenLogprob[], options: HallucinationRiskOptions = {}): ConfidenceReport {
+export function assessHallucinationRisk(
+  logprobs: readonly TokenLogprob[],
+  options: HallucinationRiskOptions = {},
+): ConfidenceReport {
   const o = { ...DEFAULT_HALLUCINATION_RISK, ...options };
   const n = logprobs.length;
   if (n === 0) {
-    return { status: 'no-logprobs', rows: [], segments: [], meanEntropyBits: null, maxWindowMeanBits: null, topLogprobsCoverage: 0 };
+    return {
+      status: 'no-logprobs',
+      rows: [],
+      segments: [],
+      meanEntropyBits: null,
+      maxWindowMeanBits: null,
+      topLogprobsCoverage: 0,
+    };
   }
   const entropy = new Float64Array(n);
   const confidence: ReturnType<typeof tokenConfidence>[] = new Array(n);
@@ -127,7 +142,8 @@ export function assessHallucinationRisk(logprobs: readonly TokenLogprob[], optio
     if (assessable) {
       if (w >= o.highBits) risk = 'high';
       // A lone spike is worth a colour on the heat map, not a segment of its own.
-      else if (w >= o.elevatedBits || w - baseline >= o.riseBits || entropy[i] >= o.tokenBits) risk = 'elevated';
+      else if (w >= o.elevatedBits || w - baseline >= o.riseBits || entropy[i] >= o.tokenBits)
+        risk = 'elevated';
       else risk = 'low';
     }
     rows[i] = {
@@ -152,7 +168,11 @@ export function assessHallucinationRisk(logprobs: readonly TokenLogprob[], optio
   };
 }
 
-function riskSegments(rows: HeatMapRow[], entropy: Float64Array, o: Required<HallucinationRiskOptions>): RiskSegment[] {
+function riskSegments(
+  rows: HeatMapRow[],
+  entropy: Float64Array,
+  o: Required<HallucinationRiskOptions>,
+): RiskSegment[] {
   const n = rows.length;
   const half = Math.floor(o.window / 2);
   const segments: RiskSegment[] = [];
@@ -189,7 +209,12 @@ function riskSegments(rows: HeatMapRow[], entropy: Float64Array, o: Required<Hal
       previous.peakWindowMeanBits = Math.max(previous.peakWindowMeanBits, peak);
       previous.meanEntropyBits = meanOf(entropy, previous.start, previous.end);
     } else {
-      segments.push({ start: first, end: last + 1, meanEntropyBits: meanOf(entropy, first, last + 1), peakWindowMeanBits: peak });
+      segments.push({
+        start: first,
+        end: last + 1,
+        meanEntropyBits: meanOf(entropy, first, last + 1),
+        peakWindowMeanBits: peak,
+      });
     }
     i = j + 1;
   }

@@ -40,13 +40,23 @@ describe('tokenConfidence', () => {
 
   it("treats vLLM's -9999 as probability 0 and counts a sampled token outside the top-k", () => {
     expect(probabilityOf(-9999)).toBe(0);
-    const sut = tokenConfidence({ token: 'z', logprob: Math.log(0.1), top: [{ token: 'a', logprob: Math.log(0.9) }, { token: 'b', logprob: -9999 }] });
+    const sut = tokenConfidence({
+      token: 'z',
+      logprob: Math.log(0.1),
+      top: [
+        { token: 'a', logprob: Math.log(0.9) },
+        { token: 'b', logprob: -9999 },
+      ],
+    });
     expect(sut.entropyBits).toBeCloseTo(exactEntropy([0.9, 0.1]), 10);
     expect(sut.margin).toBeCloseTo(0.9, 10);
   });
 
   it('computes the margin p(top1) - p(top2) on the recorded top_logprobs example', () => {
-    const doc = readFileSync(join(__dirname, '..', '__fixtures__', 'openai-openapi__chat-logprobs-top_logprobs2-example.json'), 'utf8');
+    const doc = readFileSync(
+      join(__dirname, '..', '__fixtures__', 'openai-openapi__chat-logprobs-top_logprobs2-example.json'),
+      'utf8',
+    );
     const first = tokenConfidence(parseChatStream(doc).logprobs[0]);
     expect(first.margin).toBeCloseTo(Math.exp(-0.31725305) - Math.exp(-1.3190403), 8);
     expect(first.entropyBits).toBeGreaterThan(exactEntropy([Math.exp(-0.31725305), Math.exp(-1.3190403)]));

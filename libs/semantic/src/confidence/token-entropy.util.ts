@@ -97,7 +97,14 @@ export function tokenConfidence(entry: TokenLogprob): TokenConfidence {
   entropy += packedTailEntropy(tail, pMin);
   // With a single candidate the runner-up is at most min(p1, tail): the margin's lower bound.
   if (countDistinct(top) < 2) p2 = Math.min(p1, tail);
-  return { token: entry.token, probability, entropyBits: entropy, margin: p1 - p2, tailMass: tail, basis: 'top-logprobs' };
+  return {
+    token: entry.token,
+    probability,
+    entropyBits: entropy,
+    margin: p1 - p2,
+    tailMass: tail,
+    basis: 'top-logprobs',
+  };
 }
 
 /** Entropy of mass `tail` split into tokens of at most `cap` each, as few as possible. */

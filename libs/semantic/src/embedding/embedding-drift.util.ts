@@ -26,7 +26,11 @@ export function softmax(v: ArrayLike<number>, temperature = 1): Float64Array {
  * RAG query/document mismatch (spec, anomaly class 2): KL(softmax(query) || softmax(doc)) in
  * nats. 0 when the two embeddings induce the same distribution; grows as they drift apart.
  */
-export function embeddingKlDivergence(query: ArrayLike<number>, document: ArrayLike<number>, temperature = 1): number {
+export function embeddingKlDivergence(
+  query: ArrayLike<number>,
+  document: ArrayLike<number>,
+  temperature = 1,
+): number {
   const p = softmax(query, temperature);
   const q = softmax(document, temperature);
   let kl = 0;
@@ -46,7 +50,11 @@ export interface DriftReport {
  * Responses of a run compared with the baseline run's responses to the same scenario step,
  * pair by pair (same index = same prompt).
  */
-export function responseDrift(baseline: readonly ArrayLike<number>[], current: readonly ArrayLike<number>[], threshold = 0.8): DriftReport {
+export function responseDrift(
+  baseline: readonly ArrayLike<number>[],
+  current: readonly ArrayLike<number>[],
+  threshold = 0.8,
+): DriftReport {
   const n = Math.min(baseline.length, current.length);
   if (n === 0) return { pairs: 0, meanCosine: null, minCosine: null, drifted: 0 };
   let sum = 0;
@@ -65,7 +73,10 @@ export function responseDrift(baseline: readonly ArrayLike<number>[], current: r
 export const INTENT_ACCURACY_DROP_LIMIT = 0.05;
 
 /** Relative drop of accuracy against the baseline; unhealthy at 5 % or more. */
-export function intentAccuracyDrop(baselineAccuracy: number, currentAccuracy: number): { drop: number; healthy: boolean } {
+export function intentAccuracyDrop(
+  baselineAccuracy: number,
+  currentAccuracy: number,
+): { drop: number; healthy: boolean } {
   const drop = baselineAccuracy <= 0 ? 0 : (baselineAccuracy - currentAccuracy) / baselineAccuracy;
   return { drop, healthy: drop < INTENT_ACCURACY_DROP_LIMIT };
 }

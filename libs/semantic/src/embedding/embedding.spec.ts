@@ -1,5 +1,10 @@
 import { CachedEmbedder, fingerprint, type Embedder } from './embedder';
-import { cosineSimilarity, embeddingKlDivergence, intentAccuracyDrop, responseDrift } from './embedding-drift.util';
+import {
+  cosineSimilarity,
+  embeddingKlDivergence,
+  intentAccuracyDrop,
+  responseDrift,
+} from './embedding-drift.util';
 
 /** Counts characters a-z: a real (if crude) embedder, enough to test the cache's bookkeeping. */
 class LetterCountEmbedder implements Embedder {
@@ -50,7 +55,17 @@ describe(CachedEmbedder.name, () => {
 
 describe('embedding drift', () => {
   it('measures cosine drift against the baseline pair by pair', () => {
-    const report = responseDrift([[1, 0], [0, 1]], [[1, 0], [1, 0]], 0.8);
+    const report = responseDrift(
+      [
+        [1, 0],
+        [0, 1],
+      ],
+      [
+        [1, 0],
+        [1, 0],
+      ],
+      0.8,
+    );
     expect(report).toEqual({ pairs: 2, meanCosine: 0.5, minCosine: 0, drifted: 1 });
     expect(cosineSimilarity([1, 1], [2, 2])).toBeCloseTo(1, 12);
   });

@@ -5,7 +5,11 @@ describe(computeGoodput.name, () => {
     const sut = computeGoodput(
       [
         { requestId: '1', latencySloMet: true, semanticChecks: { 'no-hallucination': true } },
-        { requestId: '2', latencySloMet: true, semanticChecks: { 'no-hallucination': false, 'schema-ok': true } },
+        {
+          requestId: '2',
+          latencySloMet: true,
+          semanticChecks: { 'no-hallucination': false, 'schema-ok': true },
+        },
         { requestId: '3', latencySloMet: false, semanticChecks: { 'no-hallucination': false } },
         { requestId: '4', latencySloMet: true, semanticChecks: {} },
       ],
@@ -24,6 +28,11 @@ describe(computeGoodput.name, () => {
   });
 
   it('gives null ratios for an empty run', () => {
-    expect(computeGoodput([])).toMatchObject({ requests: 0, goodput: null, semanticGoodput: null, goodputPerSecond: null });
+    expect(computeGoodput([])).toMatchObject({
+      requests: 0,
+      goodput: null,
+      semanticGoodput: null,
+      goodputPerSecond: null,
+    });
   });
 });

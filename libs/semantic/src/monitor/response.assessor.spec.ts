@@ -25,9 +25,20 @@ const base: RequestRecord = {
 /** A token with k equally likely candidates: entropy log2(k) bits. */
 function flat(k: number): TokenLogprob {
   const lp = Math.log(1 / k);
-  return { token: 't', logprob: lp, top: Array.from({ length: Math.min(k, 20) }, (_, i) => ({ token: i === 0 ? 't' : `a${i}`, logprob: lp })) };
+  return {
+    token: 't',
+    logprob: lp,
+    top: Array.from({ length: Math.min(k, 20) }, (_, i) => ({ token: i === 0 ? 't' : `a${i}`, logprob: lp })),
+  };
 }
-const confident: TokenLogprob = { token: 't', logprob: Math.log(0.97), top: [{ token: 't', logprob: Math.log(0.97) }, { token: 'u', logprob: Math.log(0.03) }] };
+const confident: TokenLogprob = {
+  token: 't',
+  logprob: Math.log(0.97),
+  top: [
+    { token: 't', logprob: Math.log(0.97) },
+    { token: 'u', logprob: Math.log(0.03) },
+  ],
+};
 
 describe(ResponseAssessor.name, () => {
   it('flags an entropy surge as a risk segment and fails the hallucination check', () => {
@@ -42,12 +53,21 @@ describe(ResponseAssessor.name, () => {
 
   it('passes a confident response', () => {
     const sut = new ResponseAssessor().assess({ ...base, logprobs: Array(20).fill(confident) }, null);
-    expect(sut).toMatchObject({ status: 'ok', riskSegments: [], latencySloMet: null, checks: { 'hallucination-risk': true } });
+    expect(sut).toMatchObject({
+      status: 'ok',
+      riskSegments: [],
+      latencySloMet: null,
+      checks: { 'hallucination-risk': true },
+    });
   });
 
   it.each([
     ['missing logprobs', { logprobs: undefined }, 'no-logprobs'],
-    ['logprobs without alternatives', { logprobs: [{ token: 'a', logprob: -0.1, top: [] }] }, 'no-top-logprobs'],
+    [
+      'logprobs without alternatives',
+      { logprobs: [{ token: 'a', logprob: -0.1, top: [] }] },
+      'no-top-logprobs',
+    ],
     ['an empty response', { content: '', chunkOffsetsMs: [] }, 'empty'],
     ['a failed request', { status: 503, errorClass: 'http-5xx' as const, content: '' }, 'error'],
     ['non-UTF-8 bytes (U+FFFD)', { content: 'caf\ufffd au lait' }, 'invalid-text'],
@@ -71,7 +91,9 @@ describe(ResponseAssessor.name, () => {
     const nested = sut.assess({ ...base, prompt: 'a (b [c {d (e [f {g} h] i) j} k] l) m' }, null);
     expect(nested.promptExplosion?.exploded).toBe(true);
     expect(nested.checks['prompt-explosion']).toBe(false);
-    expect(sut.assess({ ...base, prompt: 'What is the capital of France?' }, null).checks['prompt-explosion']).toBe(true);
+    expect(
+      sut.assess({ ...base, prompt: 'What is the capital of France?' }, null).checks['prompt-explosion'],
+    ).toBe(true);
   });
 });
 
@@ -89,7 +111,13 @@ describe(GoodputLedger.name, () => {
     sut.add({ requestId: 'b', latencySloMet: true, semanticChecks: { h: false } });
     sut.add({ requestId: 'c', latencySloMet: false, semanticChecks: { h: true } });
     expect(sut.add({ requestId: 'a', latencySloMet: true, semanticChecks: {} })).toBe(false);
-    expect(sut.report(2)).toMatchObject({ requests: 3, goodRequests: 2, semanticallyGoodRequests: 1, checkFailures: { h: 1 }, goodputPerSecond: 1 });
+    expect(sut.report(2)).toMatchObject({
+      requests: 3,
+      goodRequests: 2,
+      semanticallyGoodRequests: 1,
+      checkFailures: { h: 1 },
+      goodputPerSecond: 1,
+    });
   });
 });
 
@@ -116,7 +144,13 @@ describe(scoreAgainstPlantedSpans.name, () => {
       { flagged: [{ start: 0, end: 2 }], planted: [] },
       { flagged: [], planted: [{ start: 1, end: 3 }] },
     ]);
-    expect(sut).toMatchObject({ plantedSpans: 2, flaggedSegments: 2, spanRecall: 0.5, spanPrecision: 0.5, cleanResponsesFlagged: 1 });
+    expect(sut).toMatchObject({
+      plantedSpans: 2,
+      flaggedSegments: 2,
+      spanRecall: 0.5,
+      spanPrecision: 0.5,
+      cleanResponsesFlagged: 1,
+    });
     expect(sut.tokenRecall).toBeCloseTo(3 / 6);
     expect(sut.tokenPrecision).toBeCloseTo(3 / 6);
   });

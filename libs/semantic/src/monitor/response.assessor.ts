@@ -1,6 +1,14 @@
 import type { RequestRecord } from '@fathom/contracts';
-import { assessHallucinationRisk, type HallucinationRiskOptions, type RiskSegment } from '../confidence/hallucination-risk.detector';
-import { PromptExplosionDetector, type PromptExplosionOptions, type PromptExplosionVerdict } from '../prompt/prompt-explosion.detector';
+import {
+  assessHallucinationRisk,
+  type HallucinationRiskOptions,
+  type RiskSegment,
+} from '../confidence/hallucination-risk.detector';
+import {
+  PromptExplosionDetector,
+  type PromptExplosionOptions,
+  type PromptExplosionVerdict,
+} from '../prompt/prompt-explosion.detector';
 
 /**
  * What the monitor could judge of one response (same values as `assessment` on the token-stats
@@ -8,7 +16,8 @@ import { PromptExplosionDetector, type PromptExplosionOptions, type PromptExplos
  * little) to judge confidence on; `empty` no content; `error` the request failed; `invalid-text`
  * the content holds U+FFFD (bytes that were not UTF-8) or lone surrogates.
  */
-export type ResponseAssessmentStatus = 'ok' | 'no-logprobs' | 'no-top-logprobs' | 'empty' | 'error' | 'invalid-text';
+export type ResponseAssessmentStatus =
+  'ok' | 'no-logprobs' | 'no-top-logprobs' | 'empty' | 'error' | 'invalid-text';
 
 /** Latency objectives one request is held to (the run's SLO, applied per request). */
 export interface RequestLatencySlo {
@@ -63,7 +72,7 @@ export class ResponseAssessor {
     let maxWindowMeanBits: number | null = null;
     let riskSegments: RiskSegment[] = [];
     if (failed) status = 'error';
-    else if (content.length === 0 && !(record.logprobs?.length)) status = 'empty';
+    else if (content.length === 0 && !record.logprobs?.length) status = 'empty';
     else {
       const report = assessHallucinationRisk(record.logprobs ?? [], this.options.risk);
       meanEntropyBits = finiteOrNull(report.meanEntropyBits);
@@ -73,7 +82,7 @@ export class ResponseAssessor {
       if (report.status === 'ok') checks['hallucination-risk'] = report.segments.length === 0;
     }
     if (!failed) checks['valid-text'] = !invalidText;
-    if (!failed && content.length === 0 && !(record.logprobs?.length)) checks['non-empty'] = false;
+    if (!failed && content.length === 0 && !record.logprobs?.length) checks['non-empty'] = false;
 
     let promptExplosion: PromptExplosionVerdict | null = null;
     if (typeof record.prompt === 'string' && record.prompt.length > 0) {

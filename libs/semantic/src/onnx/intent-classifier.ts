@@ -29,7 +29,8 @@ export function trainNearestCentroidHead(
   const sums = classes.map(() => new Float64Array(dimensions));
   const counts = new Array<number>(classes.length).fill(0);
   embeddings.forEach((e, i) => {
-    if (e.length !== dimensions) throw new Error(`embedding ${i} has ${e.length} dimensions, expected ${dimensions}`);
+    if (e.length !== dimensions)
+      throw new Error(`embedding ${i} has ${e.length} dimensions, expected ${dimensions}`);
     const k = classes.indexOf(labels[i]);
     const unit = normalise(e);
     for (let d = 0; d < dimensions; d++) sums[k][d] += unit[d];
@@ -89,9 +90,16 @@ export class OnnxIntentClassifier {
     readonly dimensions: number,
   ) {}
 
-  static async load(model: Uint8Array | string, labels: readonly string[], dimensions: number): Promise<OnnxIntentClassifier> {
+  static async load(
+    model: Uint8Array | string,
+    labels: readonly string[],
+    dimensions: number,
+  ): Promise<OnnxIntentClassifier> {
     const ort = await import('onnxruntime-node');
-    const session = typeof model === 'string' ? await ort.InferenceSession.create(model) : await ort.InferenceSession.create(model);
+    const session =
+      typeof model === 'string'
+        ? await ort.InferenceSession.create(model)
+        : await ort.InferenceSession.create(model);
     return new OnnxIntentClassifier(ort, session, labels, dimensions);
   }
 

@@ -5,7 +5,10 @@ import type { Embedder } from '../embedding/embedder';
 type OrtModule = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<OrtModule['InferenceSession']['create']>>;
 interface HfTokenizer {
-  encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[]; attention_mask: number[] };
+  encode(
+    text: string,
+    options?: { add_special_tokens?: boolean },
+  ): { ids: number[]; attention_mask: number[] };
 }
 
 export interface OnnxSentenceEmbedderOptions {
@@ -35,12 +38,19 @@ export class OnnxSentenceEmbedder implements Embedder {
     this.name = `onnx:${folder}`;
   }
 
-  static async fromFolder(folder: string, options: OnnxSentenceEmbedderOptions = {}): Promise<OnnxSentenceEmbedder> {
-    const modelPath = [join(folder, 'model.onnx'), join(folder, 'onnx', 'model.onnx')].find((p) => existsSync(p));
+  static async fromFolder(
+    folder: string,
+    options: OnnxSentenceEmbedderOptions = {},
+  ): Promise<OnnxSentenceEmbedder> {
+    const modelPath = [join(folder, 'model.onnx'), join(folder, 'onnx', 'model.onnx')].find((p) =>
+      existsSync(p),
+    );
     if (!modelPath) throw new Error(`no model.onnx or onnx/model.onnx in ${folder}`);
     const tokenizerJson = JSON.parse(readFileSync(join(folder, 'tokenizer.json'), 'utf8')) as object;
     const configPath = join(folder, 'tokenizer_config.json');
-    const tokenizerConfig = existsSync(configPath) ? (JSON.parse(readFileSync(configPath, 'utf8')) as { model_max_length?: number }) : {};
+    const tokenizerConfig = existsSync(configPath)
+      ? (JSON.parse(readFileSync(configPath, 'utf8')) as { model_max_length?: number })
+      : {};
     const { Tokenizer } = await import('@huggingface/tokenizers');
     const tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig) as unknown as HfTokenizer;
     const ort = await import('onnxruntime-node');
@@ -55,7 +65,8 @@ export class OnnxSentenceEmbedder implements Embedder {
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     const out: Float32Array[] = [];
-    for (let i = 0; i < texts.length; i += this.options.batchSize) out.push(...(await this.embedBatch(texts.slice(i, i + this.options.batchSize))));
+    for (let i = 0; i < texts.length; i += this.options.batchSize)
+      out.push(...(await this.embedBatch(texts.slice(i, i + this.options.batchSize))));
     return out;
   }
 
@@ -81,7 +92,8 @@ export class OnnxSentenceEmbedder implements Embedder {
     for (const name of this.session.inputNames) {
       if (name === 'input_ids') feeds[name] = new this.ort.Tensor('int64', ids, shape);
       else if (name === 'attention_mask') feeds[name] = new this.ort.Tensor('int64', mask, shape);
-      else if (name === 'token_type_ids') feeds[name] = new this.ort.Tensor('int64', new BigInt64Array(ids.length), shape);
+      else if (name === 'token_type_ids')
+        feeds[name] = new this.ort.Tensor('int64', new BigInt64Array(ids.length), shape);
       else throw new Error(`ONNX embedder: unexpected model input ${name}`);
     }
     const result = await this.session.run(feeds);
@@ -92,8 +104,14 @@ export class OnnxSentenceEmbedder implements Embedder {
       const data = t.data as Float32Array;
       return texts.map((_, b) => normalised(data.subarray(b * d, (b + 1) * d)));
     }
-    const hidden = result[this.session.outputNames.includes('last_hidden_state') ? 'last_hidden_state' : this.session.outputNames[0]];
-    if (hidden.dims.length !== 3) throw new Error(`ONNX embedder: output of rank ${hidden.dims.length}, expected 2 or 3`);
+    const hidden =
+      result[
+        this.session.outputNames.includes('last_hidden_state')
+          ? 'last_hidden_state'
+          : this.session.outputNames[0]
+      ];
+    if (hidden.dims.length !== 3)
+      throw new Error(`ONNX embedder: output of rank ${hidden.dims.length}, expected 2 or 3`);
     const [, seq, d] = hidden.dims;
     const data = hidden.data as Float32Array;
     return encoded.map((row, b) => {

@@ -5,14 +5,21 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onnx } from 'onnx-proto';
-import { OnnxIntentClassifier, intentAccuracyVerdict, intentHeadToOnnx, trainNearestCentroidHead } from './intent-classifier';
+import {
+  OnnxIntentClassifier,
+  intentAccuracyVerdict,
+  intentHeadToOnnx,
+  trainNearestCentroidHead,
+} from './intent-classifier';
 import { OnnxSentenceEmbedder } from './onnx-sentence.embedder';
 
 /** Three well-separated intents in 8 dimensions, with noise. */
 function cluster(centre: number, n: number, noise: number, seed: number): Float32Array[] {
   let s = seed;
   const rnd = () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648 - 0.5) * 2;
-  return Array.from({ length: n }, () => Float32Array.from({ length: 8 }, (_, d) => (d === centre ? 1 : 0) + noise * rnd()));
+  return Array.from({ length: n }, () =>
+    Float32Array.from({ length: 8 }, (_, d) => (d === centre ? 1 : 0) + noise * rnd()),
+  );
 }
 
 describe(trainNearestCentroidHead.name, () => {
@@ -37,19 +44,43 @@ describe(trainNearestCentroidHead.name, () => {
     expect(p.probability).toBeGreaterThan(0.5);
     expect(await sut.accuracy(heldOut, heldLabels)).toBe(1);
     // A drifted run: a third of the responses now look like another intent.
-    const shifted = heldOut.map((e, i) => (i % 3 === 0 ? cluster((labels.indexOf(heldLabels[i]) + 1) % 3, 1, 0.1, i)[0] : e));
-    const verdict = await intentAccuracyVerdict(sut, { embeddings: heldOut, labels: heldLabels }, { embeddings: shifted, labels: heldLabels });
+    const shifted = heldOut.map((e, i) =>
+      i % 3 === 0 ? cluster((labels.indexOf(heldLabels[i]) + 1) % 3, 1, 0.1, i)[0] : e,
+    );
+    const verdict = await intentAccuracyVerdict(
+      sut,
+      { embeddings: heldOut, labels: heldLabels },
+      { embeddings: shifted, labels: heldLabels },
+    );
     expect(verdict.baselineAccuracy).toBe(1);
     expect(verdict.drop).toBeGreaterThanOrEqual(0.05);
     expect(verdict.healthy).toBe(false);
-    const same = await intentAccuracyVerdict(sut, { embeddings: heldOut, labels: heldLabels }, { embeddings: heldOut, labels: heldLabels });
+    const same = await intentAccuracyVerdict(
+      sut,
+      { embeddings: heldOut, labels: heldLabels },
+      { embeddings: heldOut, labels: heldLabels },
+    );
     expect(same.healthy).toBe(true);
   });
 });
 
 describe(OnnxSentenceEmbedder.name, () => {
   let dir: string;
-  const vocab = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', 'the', 'cat', 'dog', 'sat', 'ran', 'stock', 'market', '##s', 'fell'];
+  const vocab = [
+    '[PAD]',
+    '[UNK]',
+    '[CLS]',
+    '[SEP]',
+    'the',
+    'cat',
+    'dog',
+    'sat',
+    'ran',
+    'stock',
+    'market',
+    '##s',
+    'fell',
+  ];
   const D = 4;
 
   beforeAll(() => {
@@ -63,40 +94,86 @@ describe(OnnxSentenceEmbedder.name, () => {
     });
     const int64 = onnx.TensorProto.DataType.INT64;
     const float = onnx.TensorProto.DataType.FLOAT;
-    const dims = (...d: (number | string)[]) => ({ dim: d.map((x) => (typeof x === 'number' ? { dimValue: x } : { dimParam: x })) });
+    const dims = (...d: (number | string)[]) => ({
+      dim: d.map((x) => (typeof x === 'number' ? { dimValue: x } : { dimParam: x })),
+    });
     const model = onnx.ModelProto.create({
       irVersion: 8,
       opsetImport: [{ domain: '', version: 13 }],
       graph: {
         name: 'tiny-encoder',
-        node: [{ opType: 'Gather', input: ['table', 'input_ids'], output: ['last_hidden_state'], name: 'embed' }],
+        node: [
+          { opType: 'Gather', input: ['table', 'input_ids'], output: ['last_hidden_state'], name: 'embed' },
+        ],
         initializer: [{ name: 'table', dims: [vocab.length, D], dataType: float, floatData: table }],
         input: [
           { name: 'input_ids', type: { tensorType: { elemType: int64, shape: dims('batch', 'seq') } } },
           { name: 'attention_mask', type: { tensorType: { elemType: int64, shape: dims('batch', 'seq') } } },
         ],
-        output: [{ name: 'last_hidden_state', type: { tensorType: { elemType: float, shape: dims('batch', 'seq', D) } } }],
+        output: [
+          {
+            name: 'last_hidden_state',
+            type: { tensorType: { elemType: float, shape: dims('batch', 'seq', D) } },
+          },
+        ],
       },
     });
     writeFileSync(join(dir, 'model.onnx'), onnx.ModelProto.encode(model).finish());
     const tokenizer = {
       version: '1.0',
-      added_tokens: vocab.slice(0, 4).map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
-      normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+      added_tokens: vocab
+        .slice(0, 4)
+        .map((content, id) => ({
+          id,
+          content,
+          single_word: false,
+          lstrip: false,
+          rstrip: false,
+          normalized: false,
+          special: true,
+        })),
+      normalizer: {
+        type: 'BertNormalizer',
+        clean_text: true,
+        handle_chinese_chars: true,
+        strip_accents: null,
+        lowercase: true,
+      },
       pre_tokenizer: { type: 'BertPreTokenizer' },
       post_processor: { type: 'BertProcessing', sep: ['[SEP]', 3], cls: ['[CLS]', 2] },
       decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
-      model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab: Object.fromEntries(vocab.map((w, i) => [w, i])) },
+      model: {
+        type: 'WordPiece',
+        unk_token: '[UNK]',
+        continuing_subword_prefix: '##',
+        max_input_chars_per_word: 100,
+        vocab: Object.fromEntries(vocab.map((w, i) => [w, i])),
+      },
     };
     writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
-    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ model_max_length: 16, do_lower_case: true, cls_token: '[CLS]', sep_token: '[SEP]', unk_token: '[UNK]', pad_token: '[PAD]' }));
+    writeFileSync(
+      join(dir, 'tokenizer_config.json'),
+      JSON.stringify({
+        model_max_length: 16,
+        do_lower_case: true,
+        cls_token: '[CLS]',
+        sep_token: '[SEP]',
+        unk_token: '[UNK]',
+        pad_token: '[PAD]',
+      }),
+    );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('tokenizes with WordPiece, mean-pools over the mask and normalises', async () => {
     const sut = await OnnxSentenceEmbedder.fromFolder(dir);
     expect(sut.dimensions).toBe(D);
-    const [cat, dog, markets, short] = await sut.embed(['The cat sat', 'the DOG ran', 'the markets fell', 'cat']);
+    const [cat, dog, markets, short] = await sut.embed([
+      'The cat sat',
+      'the DOG ran',
+      'the markets fell',
+      'cat',
+    ]);
     const cos = (a: Float32Array, b: Float32Array) => a.reduce((s, v, i) => s + v * b[i], 0);
     expect(cos(cat, cat)).toBeCloseTo(1, 5);
     expect(cos(cat, dog)).toBeGreaterThan(0.99);

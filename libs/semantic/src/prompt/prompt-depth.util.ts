@@ -28,7 +28,13 @@ interface Frame {
 }
 
 const BRACKETS: Record<string, string> = { '(': ')', '[': ']', '{': '}' };
-const QUOTES: Record<string, string> = { '"': '"', '\u201c': '\u201d', '\u00ab': '\u00bb', '\u300c': '\u300d', '`': '`' };
+const QUOTES: Record<string, string> = {
+  '"': '"',
+  '\u201c': '\u201d',
+  '\u00ab': '\u00bb',
+  '\u300c': '\u300d',
+  '`': '`',
+};
 const TEMPLATE_OPENERS: [string, string][] = [
   ['{{', '}}'],
   ['{%', '%}'],
@@ -40,7 +46,8 @@ const CHAT_BLOCKS: [string, string][] = [
   ['<<SYS>>', '<</SYS>>'],
   ['<|start_header_id|>', '<|eot_id|>'],
 ];
-const ROLE_MARKER = /^(?:#{1,4}\s*)?(?:system|user|assistant|human|ai|developer|tool|instruction|response|input|output)\s*:/i;
+const ROLE_MARKER =
+  /^(?:#{1,4}\s*)?(?:system|user|assistant|human|ai|developer|tool|instruction|response|input|output)\s*:/i;
 
 export function nestedPromptDepth(text: string): PromptDepth {
   const stack: Frame[] = [];
@@ -59,7 +66,8 @@ export function nestedPromptDepth(text: string): PromptDepth {
     while (stack.length > 0 && stack[stack.length - 1].included && !hostOpen(stack)) stack.pop();
   };
   const findOpen = (closer: string): number => {
-    for (let k = stack.length - 1; k >= 0; k--) if (!stack[k].included && stack[k].closer === closer) return k;
+    for (let k = stack.length - 1; k >= 0; k--)
+      if (!stack[k].included && stack[k].closer === closer) return k;
     return -1;
   };
 
@@ -110,7 +118,8 @@ export function nestedPromptDepth(text: string): PromptDepth {
         i += opened;
         continue;
       }
-      if (QUOTES[ch] !== undefined && ch !== host.closer) open({ kind: 'quote', closer: QUOTES[ch], included: false });
+      if (QUOTES[ch] !== undefined && ch !== host.closer)
+        open({ kind: 'quote', closer: QUOTES[ch], included: false });
       else if (ch === "'" && atWordEdgeOpen(text, i)) open({ kind: 'quote', closer: "'", included: false });
       i++;
       continue;

@@ -10,7 +10,15 @@ const v1: JsonSchema = {
     units: { type: 'string', enum: ['c', 'f', 'k'] },
     readings: { type: 'array', items: { $ref: '#/components/schemas/Reading' } },
   },
-  components: { schemas: { Reading: { type: 'object', required: ['at'], properties: { at: { type: 'string' }, value: { type: 'number' } } } } },
+  components: {
+    schemas: {
+      Reading: {
+        type: 'object',
+        required: ['at'],
+        properties: { at: { type: 'string' }, value: { type: 'number' } },
+      },
+    },
+  },
 };
 
 describe(diffSchemas.name, () => {
@@ -19,12 +27,22 @@ describe(diffSchemas.name, () => {
   });
 
   it('reports type changes, required added/removed and a narrowed enum with their paths', () => {
-    const v2 = structuredClone(v1) as { required: string[]; properties: Record<string, JsonSchema>; components: { schemas: { Reading: JsonSchema } } };
+    const v2 = structuredClone(v1) as {
+      required: string[];
+      properties: Record<string, JsonSchema>;
+      components: { schemas: { Reading: JsonSchema } };
+    };
     v2.required = ['city', 'units'];
     v2.properties['temperature'] = { type: 'string' };
     v2.properties['units'] = { type: 'string', enum: ['c', 'f'] };
-    v2.components.schemas.Reading = { type: 'object', required: ['at'], properties: { at: { type: 'integer' }, value: { type: 'number' } } };
-    const changes = diffSchemas(v1, v2 as unknown as JsonSchema).map((c) => `${c.kind} ${c.path} ${c.breaking}`);
+    v2.components.schemas.Reading = {
+      type: 'object',
+      required: ['at'],
+      properties: { at: { type: 'integer' }, value: { type: 'number' } },
+    };
+    const changes = diffSchemas(v1, v2 as unknown as JsonSchema).map(
+      (c) => `${c.kind} ${c.path} ${c.breaking}`,
+    );
     expect(changes.sort()).toEqual(
       [
         'required-added $.units false',
@@ -41,19 +59,40 @@ describe(diffSchemas.name, () => {
       { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } } },
       { type: 'object', properties: { a: { type: 'string', nullable: true }, c: { type: 'string' } } },
     );
-    expect(changes.map((c) => `${c.kind} ${c.path}`)).toEqual(['type-changed $.a', 'property-removed $.b', 'property-added $.c']);
+    expect(changes.map((c) => `${c.kind} ${c.path}`)).toEqual([
+      'type-changed $.a',
+      'property-removed $.b',
+      'property-added $.c',
+    ]);
   });
 });
 
 describe(checkAgainstSchema.name, () => {
   it('passes a conforming response', () => {
-    expect(checkAgainstSchema(v1, { city: 'Edinburgh', temperature: 11, units: 'c', readings: [{ at: 'now', value: 1 }] })).toEqual([]);
+    expect(
+      checkAgainstSchema(v1, {
+        city: 'Edinburgh',
+        temperature: 11,
+        units: 'c',
+        readings: [{ at: 'now', value: 1 }],
+      }),
+    ).toEqual([]);
   });
 
   it('reports each way an observed response breaks the declared schema, with its path', () => {
-    const violations = checkAgainstSchema({ ...v1, additionalProperties: false }, { city: 7, units: 'x', readings: [{ value: 'hot' }], extra: true });
+    const violations = checkAgainstSchema(
+      { ...v1, additionalProperties: false },
+      { city: 7, units: 'x', readings: [{ value: 'hot' }], extra: true },
+    );
     expect(violations.map((v) => `${v.kind} ${v.path}`).sort()).toEqual(
-      ['type-changed $.city', 'required-removed $.temperature', 'enum-widened $.units', 'required-removed $.readings[].at', 'type-changed $.readings[].value', 'property-added $.extra'].sort(),
+      [
+        'type-changed $.city',
+        'required-removed $.temperature',
+        'enum-widened $.units',
+        'required-removed $.readings[].at',
+        'type-changed $.readings[].value',
+        'property-added $.extra',
+      ].sort(),
     );
   });
 });
@@ -61,7 +100,8 @@ describe(checkAgainstSchema.name, () => {
 describe(ToolContractTracker.name, () => {
   it('computes contract pass rate and fallback trigger rate per tool and version', () => {
     const sut = new ToolContractTracker();
-    for (let i = 0; i < 10; i++) sut.record({ tool: 'weather', version: '2.1', contractPassed: i < 7, fallbackTriggered: i >= 7 });
+    for (let i = 0; i < 10; i++)
+      sut.record({ tool: 'weather', version: '2.1', contractPassed: i < 7, fallbackTriggered: i >= 7 });
     sut.record({ tool: 'weather', version: '1.9', contractPassed: true, fallbackTriggered: false });
     expect(sut.stats()).toEqual([
       { tool: 'weather', version: '1.9', calls: 1, contractPassRate: 1, fallbackTriggerRate: 0 },

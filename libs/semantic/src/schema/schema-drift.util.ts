@@ -30,25 +30,57 @@ export interface SchemaChange {
 export type JsonSchema = Record<string, unknown>;
 
 /** Changes from `before` to `after`, in path order. */
-export function diffSchemas(before: JsonSchema, after: JsonSchema, roots: { before?: JsonSchema; after?: JsonSchema } = {}): SchemaChange[] {
+export function diffSchemas(
+  before: JsonSchema,
+  after: JsonSchema,
+  roots: { before?: JsonSchema; after?: JsonSchema } = {},
+): SchemaChange[] {
   const changes: SchemaChange[] = [];
-  walk(resolve(before, roots.before ?? before), resolve(after, roots.after ?? after), '$', changes, roots.before ?? before, roots.after ?? after, 0);
+  walk(
+    resolve(before, roots.before ?? before),
+    resolve(after, roots.after ?? after),
+    '$',
+    changes,
+    roots.before ?? before,
+    roots.after ?? after,
+    0,
+  );
   return changes;
 }
 
 const MAX_DEPTH = 64; // recursive $refs stop here
 
-function walk(a: JsonSchema, b: JsonSchema, path: string, out: SchemaChange[], rootA: JsonSchema, rootB: JsonSchema, depth: number): void {
+function walk(
+  a: JsonSchema,
+  b: JsonSchema,
+  path: string,
+  out: SchemaChange[],
+  rootA: JsonSchema,
+  rootB: JsonSchema,
+  depth: number,
+): void {
   if (depth > MAX_DEPTH) return;
   const typesA = typesOf(a);
   const typesB = typesOf(b);
   if (typesA !== null && typesB !== null && !sameSet(typesA, typesB)) {
     // A response type that only gained `null` breaks consumers too: they now see a null.
-    out.push({ kind: 'type-changed', path, breaking: true, before: [...typesA].sort(), after: [...typesB].sort() });
+    out.push({
+      kind: 'type-changed',
+      path,
+      breaking: true,
+      before: [...typesA].sort(),
+      after: [...typesB].sort(),
+    });
   }
   for (const key of ['oneOf', 'anyOf', 'allOf']) {
     if (JSON.stringify(a[key]) !== JSON.stringify(b[key])) {
-      out.push({ kind: 'composition-changed', path, breaking: true, before: a[key] ?? null, after: b[key] ?? null });
+      out.push({
+        kind: 'composition-changed',
+        path,
+        breaking: true,
+        before: a[key] ?? null,
+        after: b[key] ?? null,
+      });
     }
   }
   const enumA = Array.isArray(a['enum']) ? (a['enum'] as unknown[]) : null;
@@ -72,19 +104,59 @@ function walk(a: JsonSchema, b: JsonSchema, path: string, out: SchemaChange[], r
   const propsB = objectOf(b['properties']);
   const reqA = new Set(stringsOf(a['required']));
   const reqB = new Set(stringsOf(b['required']));
-  for (const name of reqB) if (!reqA.has(name)) out.push({ kind: 'required-added', path: `${path}.${name}`, breaking: false, before: false, after: true });
-  for (const name of reqA) if (!reqB.has(name)) out.push({ kind: 'required-removed', path: `${path}.${name}`, breaking: true, before: true, after: false });
+  for (const name of reqB)
+    if (!reqA.has(name))
+      out.push({
+        kind: 'required-added',
+        path: `${path}.${name}`,
+        breaking: false,
+        before: false,
+        after: true,
+      });
+  for (const name of reqA)
+    if (!reqB.has(name))
+      out.push({
+        kind: 'required-removed',
+        path: `${path}.${name}`,
+        breaking: true,
+        before: true,
+        after: false,
+      });
   for (const name of Object.keys(propsA)) {
     const child = `${path}.${name}`;
-    if (!(name in propsB)) out.push({ kind: 'property-removed', path: child, breaking: reqA.has(name), before: propsA[name], after: null });
-    else walk(resolve(objectOf(propsA[name]), rootA), resolve(objectOf(propsB[name]), rootB), child, out, rootA, rootB, depth + 1);
+    if (!(name in propsB))
+      out.push({
+        kind: 'property-removed',
+        path: child,
+        breaking: reqA.has(name),
+        before: propsA[name],
+        after: null,
+      });
+    else
+      walk(
+        resolve(objectOf(propsA[name]), rootA),
+        resolve(objectOf(propsB[name]), rootB),
+        child,
+        out,
+        rootA,
+        rootB,
+        depth + 1,
+      );
   }
   for (const name of Object.keys(propsB)) {
-    if (!(name in propsA)) out.push({ kind: 'property-added', path: `${path}.${name}`, breaking: false, before: null, after: propsB[name] });
+    if (!(name in propsA))
+      out.push({
+        kind: 'property-added',
+        path: `${path}.${name}`,
+        breaking: false,
+        before: null,
+        after: propsB[name],
+      });
   }
   const itemsA = a['items'];
   const itemsB = b['items'];
-  if (isObject(itemsA) && isObject(itemsB)) walk(resolve(itemsA, rootA), resolve(itemsB, rootB), `${path}[]`, out, rootA, rootB, depth + 1);
+  if (isObject(itemsA) && isObject(itemsB))
+    walk(resolve(itemsA, rootA), resolve(itemsB, rootB), `${path}[]`, out, rootA, rootB, depth + 1);
 }
 
 /** One way an observed value breaks its declared schema. */
@@ -101,31 +173,63 @@ export interface SchemaViolation {
  * (`required-removed`), a field the schema does not declare where it forbids extras
  * (`property-added`), a value outside the enum (`enum-widened`).
  */
-export function checkAgainstSchema(schema: JsonSchema, value: unknown, root: JsonSchema = schema): SchemaViolation[] {
+export function checkAgainstSchema(
+  schema: JsonSchema,
+  value: unknown,
+  root: JsonSchema = schema,
+): SchemaViolation[] {
   const out: SchemaViolation[] = [];
   check(resolve(schema, root), value, '$', out, root, 0);
   return out;
 }
 
-function check(schema: JsonSchema, value: unknown, path: string, out: SchemaViolation[], root: JsonSchema, depth: number): void {
+function check(
+  schema: JsonSchema,
+  value: unknown,
+  path: string,
+  out: SchemaViolation[],
+  root: JsonSchema,
+  depth: number,
+): void {
   if (depth > MAX_DEPTH) return;
   const types = typesOf(schema);
   const actual = jsonType(value);
   if (types !== null && !types.has(actual) && !(actual === 'integer' && types.has('number'))) {
-    out.push({ kind: 'type-changed', path, expected: [...types].sort(), observed: actual === 'integer' ? 'integer' : actual });
+    out.push({
+      kind: 'type-changed',
+      path,
+      expected: [...types].sort(),
+      observed: actual === 'integer' ? 'integer' : actual,
+    });
     return;
   }
-  if (Array.isArray(schema['enum']) && !(schema['enum'] as unknown[]).some((v) => JSON.stringify(v) === JSON.stringify(value))) {
+  if (
+    Array.isArray(schema['enum']) &&
+    !(schema['enum'] as unknown[]).some((v) => JSON.stringify(v) === JSON.stringify(value))
+  ) {
     out.push({ kind: 'enum-widened', path, expected: schema['enum'], observed: value });
   }
   if (isObject(value)) {
     const props = objectOf(schema['properties']);
     for (const name of stringsOf(schema['required'])) {
-      if (!(name in value)) out.push({ kind: 'required-removed', path: `${path}.${name}`, expected: 'present', observed: 'absent' });
+      if (!(name in value))
+        out.push({
+          kind: 'required-removed',
+          path: `${path}.${name}`,
+          expected: 'present',
+          observed: 'absent',
+        });
     }
     for (const [name, child] of Object.entries(value)) {
-      if (name in props) check(resolve(objectOf(props[name]), root), child, `${path}.${name}`, out, root, depth + 1);
-      else if (schema['additionalProperties'] === false) out.push({ kind: 'property-added', path: `${path}.${name}`, expected: 'absent', observed: jsonType(child) });
+      if (name in props)
+        check(resolve(objectOf(props[name]), root), child, `${path}.${name}`, out, root, depth + 1);
+      else if (schema['additionalProperties'] === false)
+        out.push({
+          kind: 'property-added',
+          path: `${path}.${name}`,
+          expected: 'absent',
+          observed: jsonType(child),
+        });
     }
   } else if (Array.isArray(value) && isObject(schema['items'])) {
     const items = resolve(schema['items'], root);

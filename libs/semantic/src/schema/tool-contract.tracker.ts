@@ -23,7 +23,10 @@ export interface ToolContractStats {
  * call. Single owner.
  */
 export class ToolContractTracker {
-  private readonly counts = new Map<string, { tool: string; version: string; calls: number; passed: number; fallbacks: number }>();
+  private readonly counts = new Map<
+    string,
+    { tool: string; version: string; calls: number; passed: number; fallbacks: number }
+  >();
 
   record(outcome: ToolCallOutcome): void {
     const key = `${outcome.tool}\u0000${outcome.version}`;
@@ -39,7 +42,13 @@ export class ToolContractTracker {
 
   stats(): ToolContractStats[] {
     return [...this.counts.values()]
-      .map((c) => ({ tool: c.tool, version: c.version, calls: c.calls, contractPassRate: c.passed / c.calls, fallbackTriggerRate: c.fallbacks / c.calls }))
+      .map((c) => ({
+        tool: c.tool,
+        version: c.version,
+        calls: c.calls,
+        contractPassRate: c.passed / c.calls,
+        fallbackTriggerRate: c.fallbacks / c.calls,
+      }))
       .sort((a, b) => a.tool.localeCompare(b.tool) || a.version.localeCompare(b.version));
   }
 }

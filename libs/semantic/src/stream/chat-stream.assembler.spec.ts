@@ -15,8 +15,18 @@ function sse(...payloads: unknown[]): string {
   return payloads.map((p) => `data: ${typeof p === 'string' ? p : JSON.stringify(p)}\n\n`).join('');
 }
 
-function chunk(delta: unknown, extra: Record<string, unknown> = {}, choice: Record<string, unknown> = {}): unknown {
-  return { id: 'x', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: null, ...choice }], ...extra };
+function chunk(
+  delta: unknown,
+  extra: Record<string, unknown> = {},
+  choice: Record<string, unknown> = {},
+): unknown {
+  return {
+    id: 'x',
+    object: 'chat.completion.chunk',
+    model: 'm',
+    choices: [{ index: 0, delta, finish_reason: null, ...choice }],
+    ...extra,
+  };
 }
 
 function caught(fn: () => unknown): StreamParseError {
@@ -40,7 +50,12 @@ describe(ChatStreamAssembler.name, () => {
         { token: '!', logprob: -0.26638845, top: [] },
       ]);
       expect(result.finishReason).toBe('stop');
-      expect(result.usage).toEqual({ promptTokens: 9, completionTokens: 2, totalTokens: 11, cachedTokens: null });
+      expect(result.usage).toEqual({
+        promptTokens: 9,
+        completionTokens: 2,
+        totalTokens: 11,
+        cachedTokens: null,
+      });
       expect(result.model).toBe('gpt-4o-2024-08-06');
       expect(result.id).toBe('chatcmpl-ABfw5EzoqmfXjnnsXY7Yd8OC6tb3c');
       expect(result.termination).toBe('done-marker');
@@ -57,11 +72,20 @@ describe(ChatStreamAssembler.name, () => {
           arguments: '{"city":"Edinburgh","country":"UK","units":"c"}',
         },
       ]);
-      expect(JSON.parse(result.toolCalls[0].arguments)).toEqual({ city: 'Edinburgh', country: 'UK', units: 'c' });
+      expect(JSON.parse(result.toolCalls[0].arguments)).toEqual({
+        city: 'Edinburgh',
+        country: 'UK',
+        units: 'c',
+      });
       expect(result.content).toBe('');
       expect(result.tokens).toBe(0);
       expect(result.finishReason).toBe('tool_calls');
-      expect(result.usage).toEqual({ promptTokens: 76, completionTokens: 24, totalTokens: 100, cachedTokens: null });
+      expect(result.usage).toEqual({
+        promptTokens: 76,
+        completionTokens: 24,
+        totalTokens: 100,
+        cachedTokens: null,
+      });
     });
 
     it('reads the non-streamed logprobs example with its top_logprobs', () => {
@@ -125,7 +149,20 @@ describe(ChatStreamAssembler.name, () => {
           chunk(
             { content: 'a' },
             {},
-            { logprobs: { content: [{ token: 'a', logprob: -0.1, top_logprobs: [{ token: 'a', logprob: -0.1 }, { token: 'b', logprob: -9999.0 }] }] } },
+            {
+              logprobs: {
+                content: [
+                  {
+                    token: 'a',
+                    logprob: -0.1,
+                    top_logprobs: [
+                      { token: 'a', logprob: -0.1 },
+                      { token: 'b', logprob: -9999.0 },
+                    ],
+                  },
+                ],
+              },
+            },
           ),
           '[DONE]',
         ),
@@ -135,7 +172,8 @@ describe(ChatStreamAssembler.name, () => {
     });
 
     it('accepts Python-style -Infinity and NaN literals outside strings', () => {
-      const payload = '{"choices":[{"index":0,"delta":{"content":"NaN -Infinity"},"logprobs":{"content":[{"token":"x","logprob":-Infinity,"top_logprobs":[]}]}}]}';
+      const payload =
+        '{"choices":[{"index":0,"delta":{"content":"NaN -Infinity"},"logprobs":{"content":[{"token":"x","logprob":-Infinity,"top_logprobs":[]}]}}]}';
       const result = parseChatStream(sse(payload));
       expect(result.content).toBe('NaN -Infinity');
       expect(result.logprobs[0].logprob).toBe(NEG_INF_LOGPROB);
@@ -144,9 +182,18 @@ describe(ChatStreamAssembler.name, () => {
     it('ignores unknown fields such as obfuscation, and counts several tokens in one chunk', () => {
       const result = parseChatStream(
         sse(
-          chunk({ content: 'ab', extra: 1 }, { obfuscation: 'zzz', service_tier: 'default' }, {
-            logprobs: { content: [{ token: 'a', logprob: -1, bytes: [97], top_logprobs: [] }, { token: 'b', logprob: -2, bytes: null, top_logprobs: [] }] },
-          }),
+          chunk(
+            { content: 'ab', extra: 1 },
+            { obfuscation: 'zzz', service_tier: 'default' },
+            {
+              logprobs: {
+                content: [
+                  { token: 'a', logprob: -1, bytes: [97], top_logprobs: [] },
+                  { token: 'b', logprob: -2, bytes: null, top_logprobs: [] },
+                ],
+              },
+            },
+          ),
         ),
       );
       expect(result.content).toBe('ab');
@@ -155,32 +202,84 @@ describe(ChatStreamAssembler.name, () => {
     });
 
     it('counts content chunks when there are no logprobs', () => {
-      const result = parseChatStream(sse(chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, {}, { finish_reason: 'length' })));
+      const result = parseChatStream(
+        sse(
+          chunk({ role: 'assistant', content: '' }),
+          chunk({ content: 'Hel' }),
+          chunk({ content: 'lo' }),
+          chunk({}, {}, { finish_reason: 'length' }),
+        ),
+      );
       expect(result.tokens).toBe(2);
       expect(result.finishReason).toBe('length');
       expect(result.termination).toBe('finish-reason');
     });
 
     it('reads cached tokens from prompt_tokens_details', () => {
-      const result = parseChatStream(sse({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13, prompt_tokens_details: { cached_tokens: 8 } } }));
-      expect(result.usage).toEqual({ promptTokens: 10, completionTokens: 3, totalTokens: 13, cachedTokens: 8 });
+      const result = parseChatStream(
+        sse({
+          choices: [],
+          usage: {
+            prompt_tokens: 10,
+            completion_tokens: 3,
+            total_tokens: 13,
+            prompt_tokens_details: { cached_tokens: 8 },
+          },
+        }),
+      );
+      expect(result.usage).toEqual({
+        promptTokens: 10,
+        completionTokens: 3,
+        totalTokens: 13,
+        cachedTokens: 8,
+      });
     });
 
     it('assembles legacy completions with their token_logprobs/top_logprobs maps', () => {
       const result = parseChatStream(
         sse(
-          { id: 'cmpl-1', object: 'text_completion', choices: [{ index: 0, text: ' Hi', logprobs: { tokens: [' Hi'], token_logprobs: [-0.5], top_logprobs: [{ ' Hi': -0.5, ' Yo': -1.5 }], text_offset: [0] }, finish_reason: null }] },
+          {
+            id: 'cmpl-1',
+            object: 'text_completion',
+            choices: [
+              {
+                index: 0,
+                text: ' Hi',
+                logprobs: {
+                  tokens: [' Hi'],
+                  token_logprobs: [-0.5],
+                  top_logprobs: [{ ' Hi': -0.5, ' Yo': -1.5 }],
+                  text_offset: [0],
+                },
+                finish_reason: null,
+              },
+            ],
+          },
           { id: 'cmpl-1', choices: [{ index: 0, text: ' there', logprobs: null, finish_reason: 'stop' }] },
           '[DONE]',
         ),
       );
       expect(result.content).toBe(' Hi there');
       expect(result.tokens).toBe(2);
-      expect(result.logprobs).toEqual([{ token: ' Hi', logprob: -0.5, top: [{ token: ' Hi', logprob: -0.5 }, { token: ' Yo', logprob: -1.5 }] }]);
+      expect(result.logprobs).toEqual([
+        {
+          token: ' Hi',
+          logprob: -0.5,
+          top: [
+            { token: ' Hi', logprob: -0.5 },
+            { token: ' Yo', logprob: -1.5 },
+          ],
+        },
+      ]);
     });
 
     it('keeps n > 1 choices apart; top-level fields are choice 0', () => {
-      const two = (c0: string, c1: string): unknown => ({ choices: [{ index: 1, delta: { content: c1 } }, { index: 0, delta: { content: c0 } }] });
+      const two = (c0: string, c1: string): unknown => ({
+        choices: [
+          { index: 1, delta: { content: c1 } },
+          { index: 0, delta: { content: c0 } },
+        ],
+      });
       const sut = new ChatStreamAssembler();
       const step = sut.accept(JSON.stringify(two('a', 'x')));
       sut.accept(JSON.stringify(two('b', 'y')));
@@ -206,7 +305,9 @@ describe(ChatStreamAssembler.name, () => {
     });
 
     it('keeps reasoning_content apart from content', () => {
-      const result = parseChatStream(sse(chunk({ reasoning_content: 'think' }), chunk({ content: 'answer' })));
+      const result = parseChatStream(
+        sse(chunk({ reasoning_content: 'think' }), chunk({ content: 'answer' })),
+      );
       expect(result.content).toBe('answer');
       expect(result.choices[0].reasoningContent).toBe('think');
       expect(result.tokens).toBe(1);
@@ -231,7 +332,14 @@ describe(ChatStreamAssembler.name, () => {
 
     it('gives an empty result for an empty body', () => {
       const result = parseChatStream('');
-      expect(result).toMatchObject({ content: '', tokens: 0, toolCalls: [], finishReason: null, usage: null, termination: 'empty' });
+      expect(result).toMatchObject({
+        content: '',
+        tokens: 0,
+        toolCalls: [],
+        finishReason: null,
+        usage: null,
+        termination: 'empty',
+      });
     });
   });
 
@@ -246,10 +354,14 @@ describe(ChatStreamAssembler.name, () => {
     });
 
     it('throws api-error on an error object, OpenAI and old-vLLM shapes', () => {
-      const openai = caught(() => parseChatStream(sse({ error: { message: 'Rate limit', type: 'rate_limit', code: 429 } })));
+      const openai = caught(() =>
+        parseChatStream(sse({ error: { message: 'Rate limit', type: 'rate_limit', code: 429 } })),
+      );
       expect(openai.kind).toBe('api-error');
       expect(openai.apiError).toEqual({ message: 'Rate limit', type: 'rate_limit', code: 429 });
-      const vllm = caught(() => parseChatStream(sse({ object: 'error', message: 'too long', type: 'BadRequestError', code: 400 })));
+      const vllm = caught(() =>
+        parseChatStream(sse({ object: 'error', message: 'too long', type: 'BadRequestError', code: 400 })),
+      );
       expect(vllm.kind).toBe('api-error');
       expect(vllm.message).toContain('too long');
     });
@@ -259,7 +371,10 @@ describe(ChatStreamAssembler.name, () => {
       ['a number', '42'],
       ['choices as a string', '{"choices":"x"}'],
       ['content as a number', '{"choices":[{"index":0,"delta":{"content":5}}]}'],
-      ['a logprob as a string', '{"choices":[{"index":0,"delta":{},"logprobs":{"content":[{"token":"a","logprob":"x"}]}}]}'],
+      [
+        'a logprob as a string',
+        '{"choices":[{"index":0,"delta":{},"logprobs":{"content":[{"token":"a","logprob":"x"}]}}]}',
+      ],
       ['usage counts as strings', '{"choices":[],"usage":{"prompt_tokens":"9"}}'],
     ])('throws unexpected-shape on %s', (_what, payload) => {
       expect(caught(() => new ChatStreamAssembler().accept(payload)).kind).toBe('unexpected-shape');
@@ -267,15 +382,24 @@ describe(ChatStreamAssembler.name, () => {
 
     it('never throws anything but StreamParseError on arbitrary payloads (property)', () => {
       fc.assert(
-        fc.property(fc.oneof(fc.string(), fc.json(), fc.jsonValue().map((v) => JSON.stringify({ choices: [{ index: 0, delta: v, logprobs: v }], usage: v }))), (payload) => {
-          const sut = new ChatStreamAssembler();
-          try {
-            sut.accept(payload);
-          } catch (error) {
-            expect(error).toBeInstanceOf(StreamParseError);
-          }
-          expect(() => sut.result()).not.toThrow();
-        }),
+        fc.property(
+          fc.oneof(
+            fc.string(),
+            fc.json(),
+            fc
+              .jsonValue()
+              .map((v) => JSON.stringify({ choices: [{ index: 0, delta: v, logprobs: v }], usage: v })),
+          ),
+          (payload) => {
+            const sut = new ChatStreamAssembler();
+            try {
+              sut.accept(payload);
+            } catch (error) {
+              expect(error).toBeInstanceOf(StreamParseError);
+            }
+            expect(() => sut.result()).not.toThrow();
+          },
+        ),
         { numRuns: 500 },
       );
     });

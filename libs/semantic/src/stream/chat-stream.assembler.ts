@@ -137,18 +137,16 @@ export class ChatStreamAssembler {
   result(): ParsedChatStream {
     const choices = [...this.choices.values()]
       .sort((a, b) => a.index - b.index)
-      .map(
-        (c): ParsedChoice => ({
-          index: c.index,
-          content: c.content,
-          reasoningContent: c.reasoningContent,
-          refusal: c.refusal,
-          tokens: c.tokens,
-          toolCalls: [...c.toolCalls.values()].sort((a, b) => a.index - b.index).map((t) => ({ ...t })),
-          finishReason: c.finishReason,
-          logprobs: c.logprobs.slice(),
-        }),
-      );
+      .map((c): ParsedChoice => ({
+        index: c.index,
+        content: c.content,
+        reasoningContent: c.reasoningContent,
+        refusal: c.refusal,
+        tokens: c.tokens,
+        toolCalls: [...c.toolCalls.values()].sort((a, b) => a.index - b.index).map((t) => ({ ...t })),
+        finishReason: c.finishReason,
+        logprobs: c.logprobs.slice(),
+      }));
     const first = choices[0];
     return {
       id: this.id,
@@ -233,7 +231,8 @@ export class ChatStreamAssembler {
       if (typeof m['refusal'] === 'string') state.refusal += m['refusal'];
       const toolCalls = m['tool_calls'];
       if (toolCalls !== undefined && toolCalls !== null) {
-        if (!Array.isArray(toolCalls)) throw this.fail('unexpected-shape', '`tool_calls` is not an array', raw);
+        if (!Array.isArray(toolCalls))
+          throw this.fail('unexpected-shape', '`tool_calls` is not an array', raw);
         for (let i = 0; i < toolCalls.length; i++) this.mergeToolCall(state, toolCalls[i], i, raw);
       }
       const functionCall = m['function_call'];
@@ -287,7 +286,8 @@ export class ChatStreamAssembler {
       // else continue the last one.
       const byId = id === null ? undefined : [...state.toolCalls.values()].find((t) => t.id === id);
       if (byId !== undefined) index = byId.index;
-      else if (id !== null || state.toolCalls.size === 0) index = state.toolCalls.size === 0 ? position : maxKey(state.toolCalls) + 1;
+      else if (id !== null || state.toolCalls.size === 0)
+        index = state.toolCalls.size === 0 ? position : maxKey(state.toolCalls) + 1;
       else index = maxKey(state.toolCalls);
     }
     let call = state.toolCalls.get(index);
@@ -309,7 +309,8 @@ export class ChatStreamAssembler {
     if (typeof args === 'string') call.arguments += args;
     else if (args !== undefined && args !== null) {
       // A few servers send the arguments as an object rather than JSON text.
-      if (typeof args !== 'object') throw this.fail('unexpected-shape', 'tool call `arguments` is not a string', raw);
+      if (typeof args !== 'object')
+        throw this.fail('unexpected-shape', 'tool call `arguments` is not a string', raw);
       call.arguments += JSON.stringify(args);
     }
   }
@@ -346,7 +347,10 @@ export class ChatStreamAssembler {
           if (t === null || typeof t !== 'object' || Array.isArray(t)) {
             throw this.fail('unexpected-shape', 'a top_logprobs entry is not an object', raw);
           }
-          top.push({ token: this.tokenText(t as Json, raw), logprob: this.logprob((t as Json)['logprob'], raw) });
+          top.push({
+            token: this.tokenText(t as Json, raw),
+            logprob: this.logprob((t as Json)['logprob'], raw),
+          });
         }
       } else if (topRaw !== undefined && topRaw !== null) {
         throw this.fail('unexpected-shape', '`top_logprobs` is not an array', raw);
@@ -362,12 +366,14 @@ export class ChatStreamAssembler {
     const tops = lp['top_logprobs'];
     for (let i = 0; i < tokens.length; i++) {
       const token = tokens[i];
-      if (typeof token !== 'string') throw this.fail('unexpected-shape', '`logprobs.tokens` holds a non-string', raw);
+      if (typeof token !== 'string')
+        throw this.fail('unexpected-shape', '`logprobs.tokens` holds a non-string', raw);
       const logprob = this.logprob(Array.isArray(logprobs) ? logprobs[i] : null, raw);
       const top: { token: string; logprob: number }[] = [];
       const topMap = Array.isArray(tops) ? tops[i] : null;
       if (topMap !== null && typeof topMap === 'object' && !Array.isArray(topMap)) {
-        for (const [t, l] of Object.entries(topMap as Json)) top.push({ token: t, logprob: this.logprob(l, raw) });
+        for (const [t, l] of Object.entries(topMap as Json))
+          top.push({ token: t, logprob: this.logprob(l, raw) });
         top.sort((a, b) => b.logprob - a.logprob);
       }
       if (this.keepLogprobs) state.logprobs.push({ token, logprob, top });
@@ -387,7 +393,8 @@ export class ChatStreamAssembler {
 
   /** A number (<= -9999 stays as the finite sentinel), or null meaning unknown (-9999). */
   private logprob(value: unknown, raw: string): number {
-    if (typeof value === 'number') return Number.isFinite(value) ? Math.max(value, NEG_INF_LOGPROB) : NEG_INF_LOGPROB;
+    if (typeof value === 'number')
+      return Number.isFinite(value) ? Math.max(value, NEG_INF_LOGPROB) : NEG_INF_LOGPROB;
     if (value === null || value === undefined) return NEG_INF_LOGPROB;
     throw this.fail('unexpected-shape', '`logprob` is not a number', raw);
   }
@@ -401,7 +408,8 @@ export class ChatStreamAssembler {
     const prompt = this.count(u['prompt_tokens'] ?? u['input_tokens'], raw);
     const completion = this.count(u['completion_tokens'] ?? u['output_tokens'], raw);
     const totalRaw = u['total_tokens'];
-    const total = totalRaw === undefined || totalRaw === null ? prompt + completion : this.count(totalRaw, raw);
+    const total =
+      totalRaw === undefined || totalRaw === null ? prompt + completion : this.count(totalRaw, raw);
     const details = (u['prompt_tokens_details'] ?? u['input_tokens_details']) as Json | null | undefined;
     let cached: number | null = null;
     if (details !== null && typeof details === 'object' && typeof details['cached_tokens'] === 'number') {
@@ -427,7 +435,9 @@ export class ChatStreamAssembler {
       case 'response.output_text.delta':
         content = this.text(event['delta'], 'delta', raw);
         state.content += content;
-        tokens = Array.isArray(event['logprobs']) ? this.chatLogprobEntries(state, event['logprobs'], raw) : 0;
+        tokens = Array.isArray(event['logprobs'])
+          ? this.chatLogprobEntries(state, event['logprobs'], raw)
+          : 0;
         if (tokens === 0 && content.length > 0) tokens = 1;
         break;
       case 'response.refusal.delta':
@@ -442,7 +452,11 @@ export class ChatStreamAssembler {
         if (item !== null && typeof item === 'object' && item['type'] === 'function_call') {
           this.mergeToolCall(
             state,
-            { index: outputIndex, id: item['call_id'] ?? item['id'], function: { name: item['name'], arguments: item['arguments'] } },
+            {
+              index: outputIndex,
+              id: item['call_id'] ?? item['id'],
+              function: { name: item['name'], arguments: item['arguments'] },
+            },
             outputIndex,
             raw,
           );
@@ -450,7 +464,12 @@ export class ChatStreamAssembler {
         break;
       }
       case 'response.function_call_arguments.delta':
-        this.mergeToolCall(state, { index: outputIndex, function: { arguments: event['delta'] } }, outputIndex, raw);
+        this.mergeToolCall(
+          state,
+          { index: outputIndex, function: { arguments: event['delta'] } },
+          outputIndex,
+          raw,
+        );
         break;
       case 'response.created':
       case 'response.in_progress':
@@ -472,7 +491,8 @@ export class ChatStreamAssembler {
     const response = value as Json;
     if (this.id === null && typeof response['id'] === 'string') this.id = response['id'];
     if (this.model === null && typeof response['model'] === 'string') this.model = response['model'];
-    if (response['usage'] !== undefined && response['usage'] !== null) this.usage = this.parseUsage(response['usage'], raw);
+    if (response['usage'] !== undefined && response['usage'] !== null)
+      this.usage = this.parseUsage(response['usage'], raw);
     if (type === 'response.failed') throw this.apiError(response, raw);
     if (type === 'response.completed') {
       this.responseCompleted = true;
@@ -481,7 +501,8 @@ export class ChatStreamAssembler {
       this.responseCompleted = true;
       const details = response['incomplete_details'] as Json | null | undefined;
       const reason = details !== null && typeof details === 'object' ? details['reason'] : null;
-      state.finishReason = reason === 'max_output_tokens' ? 'length' : typeof reason === 'string' ? reason : 'incomplete';
+      state.finishReason =
+        reason === 'max_output_tokens' ? 'length' : typeof reason === 'string' ? reason : 'incomplete';
     }
   }
 
@@ -493,9 +514,14 @@ export class ChatStreamAssembler {
 
   private apiError(holder: Json, raw: string): StreamParseError {
     const inner = holder['error'];
-    const e: Json = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Json) : holder;
+    const e: Json =
+      inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Json) : holder;
     const message =
-      typeof e['message'] === 'string' ? e['message'] : typeof inner === 'string' ? inner : 'error object in stream';
+      typeof e['message'] === 'string'
+        ? e['message']
+        : typeof inner === 'string'
+          ? inner
+          : 'error object in stream';
     const type = typeof e['type'] === 'string' ? e['type'] : null;
     const code = typeof e['code'] === 'string' || typeof e['code'] === 'number' ? e['code'] : null;
     return new StreamParseError('api-error', message, excerpt(raw), this.events, { message, type, code });

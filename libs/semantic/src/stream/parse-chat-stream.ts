@@ -1,4 +1,8 @@
-import { ChatStreamAssembler, type ChatStreamAssemblerOptions, type ParsedChatStream } from './chat-stream.assembler';
+import {
+  ChatStreamAssembler,
+  type ChatStreamAssemblerOptions,
+  type ParsedChatStream,
+} from './chat-stream.assembler';
 import { SseDecoder } from './sse.decoder';
 
 /**

@@ -17,7 +17,9 @@ describe(SseDecoder.name, () => {
   });
 
   it('joins multi-line data with \\n and strips exactly one leading space', () => {
-    expect(decodeAll(['data: line1\ndata:line2\ndata:  two spaces\n\n'])).toEqual(['line1\nline2\n two spaces']);
+    expect(decodeAll(['data: line1\ndata:line2\ndata:  two spaces\n\n'])).toEqual([
+      'line1\nline2\n two spaces',
+    ]);
   });
 
   it('accepts CRLF, CR and LF line endings, even a CRLF split across chunks', () => {
@@ -57,7 +59,9 @@ describe(SseDecoder.name, () => {
     expect(sut.invalidUtf8Sequences).toBe(0);
 
     const broken = new SseDecoder();
-    const payloads = [...broken.pushBytes(Uint8Array.from([...Buffer.from('data: a'), 0xff, 0xfe, ...Buffer.from('\n\n')]))];
+    const payloads = [
+      ...broken.pushBytes(Uint8Array.from([...Buffer.from('data: a'), 0xff, 0xfe, ...Buffer.from('\n\n')])),
+    ];
     expect(payloads).toEqual(['a\ufffd\ufffd']);
     expect(broken.invalidUtf8Sequences).toBe(2);
   });
@@ -71,7 +75,9 @@ describe(SseDecoder.name, () => {
     const stream = fc.array(event, { maxLength: 8 }).map((events) => events.join(''));
     fc.assert(
       fc.property(stream, fc.array(fc.nat(), { maxLength: 12 }), (text, cuts) => {
-        const points = [...new Set(cuts.map((c) => (text.length === 0 ? 0 : c % text.length)))].sort((a, b) => a - b);
+        const points = [...new Set(cuts.map((c) => (text.length === 0 ? 0 : c % text.length)))].sort(
+          (a, b) => a - b,
+        );
         const chunks: string[] = [];
         let previous = 0;
         for (const p of points) {

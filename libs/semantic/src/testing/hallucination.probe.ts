@@ -1,6 +1,13 @@
 import { request } from 'undici';
-import { assessHallucinationRisk, type HallucinationRiskOptions } from '../confidence/hallucination-risk.detector';
-import { scoreAgainstPlantedSpans, type ScoredResponse, type SpanScore } from '../monitor/planted-span.scorer';
+import {
+  assessHallucinationRisk,
+  type HallucinationRiskOptions,
+} from '../confidence/hallucination-risk.detector';
+import {
+  scoreAgainstPlantedSpans,
+  type ScoredResponse,
+  type SpanScore,
+} from '../monitor/planted-span.scorer';
 import { parseChatStream } from '../stream/parse-chat-stream';
 
 export interface HallucinationProbeOptions {
@@ -26,7 +33,9 @@ export interface HallucinationProbeResult {
  * by `x-sim-request-id` (the ground truth's `fathomRequestId` is checked against our
  * `x-fathom-request`). Test and benchmark share it.
  */
-export async function probeHallucinationRisk(options: HallucinationProbeOptions): Promise<HallucinationProbeResult> {
+export async function probeHallucinationRisk(
+  options: HallucinationProbeOptions,
+): Promise<HallucinationProbeResult> {
   const scored: ScoredResponse[] = [];
   let tokens = 0;
   let assessMs = 0;
@@ -50,8 +59,12 @@ export async function probeHallucinationRisk(options: HallucinationProbeOptions)
       const simId = String(res.headers['x-sim-request-id']);
       const parsed = parseChatStream(await res.body.text());
       const truthRes = await request(`${options.baseUrl}/sim/requests/${simId}`);
-      const truth = (await truthRes.body.json()) as { fathomRequestId: string | null; hallucinatedSpans: { start: number; end: number }[] };
-      if (truth.fathomRequestId !== fathomId) throw new Error(`ground truth ${simId} belongs to ${truth.fathomRequestId}, not ${fathomId}`);
+      const truth = (await truthRes.body.json()) as {
+        fathomRequestId: string | null;
+        hallucinatedSpans: { start: number; end: number }[];
+      };
+      if (truth.fathomRequestId !== fathomId)
+        throw new Error(`ground truth ${simId} belongs to ${truth.fathomRequestId}, not ${fathomId}`);
       const started = performance.now();
       const report = assessHallucinationRisk(parsed.logprobs, options.risk);
       assessMs += performance.now() - started;

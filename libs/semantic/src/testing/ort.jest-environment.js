@@ -7,7 +7,19 @@ const { TestEnvironment } = require('jest-environment-node');
 class OrtTestEnvironment extends TestEnvironment {
   constructor(config, context) {
     super(config, context);
-    for (const name of ['Float32Array', 'Float64Array', 'Int8Array', 'Uint8Array', 'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array', 'ArrayBuffer']) {
+    for (const name of [
+      'Float32Array',
+      'Float64Array',
+      'Int8Array',
+      'Uint8Array',
+      'Int16Array',
+      'Uint16Array',
+      'Int32Array',
+      'Uint32Array',
+      'BigInt64Array',
+      'BigUint64Array',
+      'ArrayBuffer',
+    ]) {
       this.global[name] = globalThis[name];
     }
   }

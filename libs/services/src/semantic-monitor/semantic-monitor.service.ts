@@ -168,17 +168,33 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         signals.push(...this.detectorSignals(batch, id, record, assessment));
         run.ledger.add({
           requestId: record.requestId,
-          latencySloMet: assessment.latencySloMet ?? (record.errorClass === null && record.status >= 200 && record.status < 300),
+          latencySloMet:
+            assessment.latencySloMet ??
+            (record.errorClass === null && record.status >= 200 && record.status < 300),
           semanticChecks: assessment.checks,
         });
         run.firstStartedAt = Math.min(run.firstStartedAt ?? Infinity, record.startedAt);
         run.lastEndedAt = Math.max(run.lastEndedAt ?? 0, record.startedAt + record.e2eMs);
-        if (assessment.status === 'ok' || assessment.status === 'no-logprobs' || assessment.status === 'no-top-logprobs') {
+        if (
+          assessment.status === 'ok' ||
+          assessment.status === 'no-logprobs' ||
+          assessment.status === 'no-top-logprobs'
+        ) {
           if (record.content.length > 0 && this.sampler.take()) toEmbed.push(record.content);
         }
       } catch (error) {
         // A record the zod schema let through but the monitor cannot judge: classified, not a crash.
-        signals.push(this.detector(batch, `${id}/fault`, record.requestId, SemanticDetectors.monitorFault, 'warning', `could not assess response: ${errorText(error)}`, {}));
+        signals.push(
+          this.detector(
+            batch,
+            `${id}/fault`,
+            record.requestId,
+            SemanticDetectors.monitorFault,
+            'warning',
+            `could not assess response: ${errorText(error)}`,
+            {},
+          ),
+        );
       }
     }
     await this.bus.publishMany(Topics.semanticSignal, signals);
@@ -186,7 +202,12 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     await this.maybePublishGoodput(batch.runId, run, false);
   }
 
-  private tokenStatsSignal(batch: RequestTelemetry, id: string, record: RequestRecord, a: ResponseAssessment): TokenStatsSignal {
+  private tokenStatsSignal(
+    batch: RequestTelemetry,
+    id: string,
+    record: RequestRecord,
+    a: ResponseAssessment,
+  ): TokenStatsSignal {
     return {
       // Derived ids keep a redelivered batch idempotent downstream.
       ...envelope(batch.campaignId, batch.runId),
@@ -203,7 +224,12 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     };
   }
 
-  private detectorSignals(batch: RequestTelemetry, id: string, record: RequestRecord, a: ResponseAssessment): DetectorSignal[] {
+  private detectorSignals(
+    batch: RequestTelemetry,
+    id: string,
+    record: RequestRecord,
+    a: ResponseAssessment,
+  ): DetectorSignal[] {
     const out: DetectorSignal[] = a.riskSegments.map((s, i) =>
       this.detector(
         batch,
@@ -258,7 +284,16 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     message: string,
     figures: Record<string, number>,
   ): DetectorSignal {
-    return { ...envelope(batch.campaignId, batch.runId), id, kind: 'detector', detector, requestId, severity, message, figures };
+    return {
+      ...envelope(batch.campaignId, batch.runId),
+      id,
+      kind: 'detector',
+      detector,
+      requestId,
+      severity,
+      message,
+      figures,
+    };
   }
 
   /**
@@ -271,7 +306,10 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     const expected = [...run.endedShards.values()].reduce((a, b) => a + b, 0);
     const complete = run.ledger.requests >= expected;
     if (!complete && !force) {
-      run.settleTimer ??= setTimeout(() => void this.maybePublishGoodput(runId, run, true).catch(() => undefined), this.settleMs);
+      run.settleTimer ??= setTimeout(
+        () => void this.maybePublishGoodput(runId, run, true).catch(() => undefined),
+        this.settleMs,
+      );
       return;
     }
     run.goodputPublished = true;
@@ -336,7 +374,9 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       const choice = process.env.FATHOM_SEMANTIC_EMBEDDER ?? 'use-lite';
       if (choice === 'off') return null;
       try {
-        const inner = choice.startsWith('onnx:') ? await OnnxSentenceEmbedder.fromFolder(choice.slice(5)) : new UseLiteEmbedder();
+        const inner = choice.startsWith('onnx:')
+          ? await OnnxSentenceEmbedder.fromFolder(choice.slice(5))
+          : new UseLiteEmbedder();
         return new CachedEmbedder(inner);
       } catch (error) {
         this.logger.warn(`embedder ${choice} unavailable, embeddings off: ${errorText(error)}`);

@@ -14,9 +14,13 @@ import { ScheduleRepository } from './schedule.repository';
 import { API_TOKEN, ApiTokenGuard } from './api-token.guard';
 import { AlertWebhookGuard } from './alert-webhook.guard';
 import { ORCHESTRATOR_CONFIG, parseOrchestratorEnv } from './orchestrator.config';
+import { OPENAPI_EXTENSIONS } from './docs.controller';
+import { ShadowModule } from '../shadow/shadow.module';
+import { SHADOW_OPENAPI } from '../shadow/shadow.openapi';
 
 /** REST API for campaigns, runs, schedules and alert rules; the run lifecycle, reruns, restarts. */
 @Module({
+  imports: [ShadowModule],
   controllers: [CampaignController, RunController, AlertController, ScheduleController, DocsController],
   providers: [
     CampaignService,
@@ -29,6 +33,7 @@ import { ORCHESTRATOR_CONFIG, parseOrchestratorEnv } from './orchestrator.config
     ApiTokenGuard,
     AlertWebhookGuard,
     { provide: API_TOKEN, useFactory: () => process.env.FATHOM_API_TOKEN ?? null },
+    { provide: OPENAPI_EXTENSIONS, useValue: SHADOW_OPENAPI },
     { provide: ORCHESTRATOR_CONFIG, useFactory: () => parseOrchestratorEnv(process.env) },
   ],
   exports: [CampaignService],

@@ -67,7 +67,6 @@ describe('POST /v1/runs/:id/abort', () => {
     const run = await waitForRun(sut.runs, runId, { timeoutMs: 15_000, graceWithoutSummaryMs: 5_000 });
     expect(run.status).toBe('aborted');
     expect(run.reason).toBe('aborted by request');
-    // eslint-disable-next-line no-console
     console.log(
       `abort: ${proxy.arrivals.length} requests sent, in-flight drained ${drainedMs} ms after the call`,
     );

@@ -120,6 +120,9 @@ describe('five services over Kafka and PostgreSQL', () => {
         [runId, Topics.runLifecycle.name],
       );
       const ended = rows.map((r) => r.payload).filter((p) => p.phase !== 'shard-started');
+      const generators = new Set(
+        rows.map((r) => (r.payload as unknown as { generatorId: string }).generatorId),
+      );
       const windows = await db.query<{ n: string }>(
         'select count(*) as n from run_events where run_id = $1 and topic = $2',
         [runId, Topics.telemetryWindow.name],
@@ -129,6 +132,7 @@ describe('five services over Kafka and PostgreSQL', () => {
         finished: ended.reduce((n, p) => n + p.counts.completed + p.counts.errors, 0),
         windowsPublished: ended.reduce((n, p) => n + p.counts.windowsPublished, 0),
         windowsStored: Number(windows.rows[0].n),
+        generators: generators.size,
       };
     } finally {
       await db.end();
@@ -151,6 +155,23 @@ describe('five services over Kafka and PostgreSQL', () => {
     expect(s.tier).toMatch(/^SLO-/);
     const counts = await lifecycleCounts(run.id);
     expect(s.requests).toBe(counts.finished);
+  });
+
+  it('shares one run between two load-generators through the consumer group and merges their counts exactly', async () => {
+    const second = await startServiceProcess('load-generator', {
+      ...env,
+      KAFKA_CLIENT_ID: 'load-generator-2',
+    });
+    services.set('load-generator-2', second);
+    // 16 shards over 3 partitions: both members own some (all on one member: p < 0.2 %).
+    const created = await post(campaign({ load: { concurrency: 16, durationMs: 2500, shards: 16 } }));
+    const run = await finished(created.body.runId as string);
+    expect(run.status).toBe('completed');
+    const counts = await lifecycleCounts(run.id);
+    expect(counts.generators).toBe(2);
+    expect(counts.windowsStored).toBe(counts.windowsPublished);
+    expect(run.summary!.requests).toBe(counts.finished);
+    expect(run.summary!.latencyMs.e2e.count).toBe(run.summary!.requests - run.summary!.errors);
   });
 
   it('loses no telemetry when the analyzer is killed mid-run and restarted', async () => {

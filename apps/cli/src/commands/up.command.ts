@@ -74,7 +74,6 @@ export function demoCampaign(sim: Pick<SimTarget, 'url'>): CampaignSpecInput {
     target: { baseUrl: `${sim.url}/v1`, metricsUrls: [`${sim.url}/metrics`, `${sim.url}/dcgm/metrics`] },
     scenario: {
       type: 'chat',
-      model: 'fathom-sim-8b',
       prompts: [
         'Summarise the causes of the 1929 stock market crash in three sentences.',
         'Explain how a KV cache speeds up transformer decoding.',

@@ -92,7 +92,8 @@ export type Perturbation = z.infer<typeof PerturbationSchema>;
 export const ChatScenarioSchema = z
   .object({
     type: z.literal('chat'),
-    model: z.string().min(1).default('fathom-sim'),
+    /** Model id; absent: the first model the target lists at `/v1/models`. */
+    model: z.string().min(1).optional(),
     /** Prompts cycled through in order; each is one user turn (system message optional). */
     prompts: z.array(z.string().min(1)).min(1).optional(),
     /** Instead of `prompts`: a dataset (synthetic, JSONL, ShareGPT, multi-turn). */
@@ -117,7 +118,8 @@ export type ChatScenario = z.infer<typeof ChatScenarioSchema>;
 export const EmbeddingsScenarioSchema = z
   .object({
     type: z.literal('embeddings'),
-    model: z.string().min(1).default('fathom-embed'),
+    /** Model id; absent: the first model the target lists at `/v1/models`. */
+    model: z.string().min(1).optional(),
     /** Texts embedded per request (the batch), drawn from the dataset in order. */
     batchSize: z.number().int().positive().max(2048).default(1),
     dataset: DatasetSchema,
@@ -149,7 +151,10 @@ export type StepAssertion = z.infer<typeof StepAssertionSchema>;
 
 export const HttpStepSchema = z
   .object({
-    name: z.string().min(1).regex(/^[\w-]+$/),
+    name: z
+      .string()
+      .min(1)
+      .regex(/^[\w-]+$/),
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
     /** Appended to the target's baseUrl. */
     path: z.string().startsWith('/'),
@@ -170,12 +175,18 @@ export const HttpScenarioSchema = z
   .superRefine((s, ctx) => {
     const names = new Set<string>();
     s.steps.forEach((step, i) => {
-      if (names.has(step.name)) ctx.addIssue({ code: 'custom', message: `duplicate step ${step.name}`, path: ['steps', i, 'name'] });
+      if (names.has(step.name))
+        ctx.addIssue({ code: 'custom', message: `duplicate step ${step.name}`, path: ['steps', i, 'name'] });
       names.add(step.name);
     });
     s.steps.forEach((step, i) =>
       step.dependsOn.forEach((dep, j) => {
-        if (!names.has(dep)) ctx.addIssue({ code: 'custom', message: `unknown step ${dep}`, path: ['steps', i, 'dependsOn', j] });
+        if (!names.has(dep))
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown step ${dep}`,
+            path: ['steps', i, 'dependsOn', j],
+          });
       }),
     );
     const byName = new Map(s.steps.map((step) => [step.name, step]));
@@ -189,7 +200,8 @@ export const HttpScenarioSchema = z
       return ok;
     };
     s.steps.forEach((step, i) => {
-      if (!visit(step.name)) ctx.addIssue({ code: 'custom', message: 'steps form a cycle', path: ['steps', i, 'dependsOn'] });
+      if (!visit(step.name))
+        ctx.addIssue({ code: 'custom', message: 'steps form a cycle', path: ['steps', i, 'dependsOn'] });
     });
   });
 export type HttpScenario = z.infer<typeof HttpScenarioSchema>;
@@ -201,7 +213,8 @@ export type HttpScenario = z.infer<typeof HttpScenarioSchema>;
 export const ToolChainScenarioSchema = z
   .object({
     type: z.literal('tool-chain'),
-    model: z.string().min(1).default('fathom-sim'),
+    /** Model id; absent: the first model the target lists at `/v1/models`. */
+    model: z.string().min(1).optional(),
     prompts: z.array(z.string().min(1)).min(1),
     maxTokens: z.number().int().positive().max(32768).default(64),
     maxSteps: z.number().int().min(1).max(20).default(4),
@@ -274,8 +287,12 @@ export const LoadProfileSchema = z.discriminatedUnion('type', [
       thinkTimeJitterMs: z.number().min(0).default(0),
     })
     .strict(),
-  z.object({ type: z.literal('constant-rate'), seed, ratePerSec: z.number().positive(), ...openModelShape }).strict(),
-  z.object({ type: z.literal('poisson'), seed, ratePerSec: z.number().positive(), ...openModelShape }).strict(),
+  z
+    .object({ type: z.literal('constant-rate'), seed, ratePerSec: z.number().positive(), ...openModelShape })
+    .strict(),
+  z
+    .object({ type: z.literal('poisson'), seed, ratePerSec: z.number().positive(), ...openModelShape })
+    .strict(),
   z
     .object({
       type: z.literal('ramping-rate'),
@@ -283,7 +300,9 @@ export const LoadProfileSchema = z.discriminatedUnion('type', [
       startRatePerSec: z.number().min(0),
       /** Rate moves linearly to each stage's target over its duration; the last rate is held. */
       stages: z
-        .array(z.object({ durationMs: z.number().int().positive(), targetRatePerSec: z.number().min(0) }).strict())
+        .array(
+          z.object({ durationMs: z.number().int().positive(), targetRatePerSec: z.number().min(0) }).strict(),
+        )
         .min(1),
       ...openModelShape,
     })
@@ -355,7 +374,11 @@ export const CampaignSpecSchema = z
     load: z
       .object({
         concurrency: z.number().int().positive().max(10000),
-        durationMs: z.number().int().positive().max(24 * 3600 * 1000),
+        durationMs: z
+          .number()
+          .int()
+          .positive()
+          .max(24 * 3600 * 1000),
         /** Per-request timeout; a request that exceeds it is classified `timeout`. */
         requestTimeoutMs: z.number().int().positive().default(30000),
         /** Fraction of per-request records published besides the histograms (1 = all). */
@@ -370,9 +393,17 @@ export const CampaignSpecSchema = z
         const p = load.profile;
         if (p?.type === 'adaptive') {
           if (p.initialConcurrency > load.concurrency)
-            ctx.addIssue({ code: 'custom', message: 'must not exceed load.concurrency', path: ['profile', 'initialConcurrency'] });
+            ctx.addIssue({
+              code: 'custom',
+              message: 'must not exceed load.concurrency',
+              path: ['profile', 'initialConcurrency'],
+            });
           if (p.minConcurrency > p.initialConcurrency)
-            ctx.addIssue({ code: 'custom', message: 'must not exceed initialConcurrency', path: ['profile', 'minConcurrency'] });
+            ctx.addIssue({
+              code: 'custom',
+              message: 'must not exceed initialConcurrency',
+              path: ['profile', 'minConcurrency'],
+            });
         }
         if (p && 'ratePerSec' in p && p.ratePerSec > 1_000_000)
           ctx.addIssue({ code: 'custom', message: 'rate above 1e6/s', path: ['profile', 'ratePerSec'] });

@@ -5,12 +5,23 @@ import { AimdController, type AimdStep } from '../adaptive/aimd.controller';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
 import { promptItemFromText, type PromptSource } from '../dataset/prompt.source';
 import type { PromptItem } from '../dataset/prompt-item';
-import { RequestCancel, RequestTimeout, RunAborted, type DriverOutcome, type RequestDriver } from '../driver/request-outcome';
+import {
+  RequestCancel,
+  RequestTimeout,
+  RunAborted,
+  type DriverOutcome,
+  type RequestDriver,
+} from '../driver/request-outcome';
 import { errorText } from '../driver/error-class.util';
 import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
 import { WindowRecorder } from '../measure/window.recorder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
-import { constantRateSchedule, replaySchedule, scheduleFor, type ArrivalSchedule } from '../profile/arrival.schedule';
+import {
+  constantRateSchedule,
+  replaySchedule,
+  scheduleFor,
+  type ArrivalSchedule,
+} from '../profile/arrival.schedule';
 import { loadReplay } from '../profile/replay.loader';
 import { shareOf } from '../profile/shard-share.util';
 import { SeededRandom, deriveSeed } from '../random/seeded-random';
@@ -143,7 +154,11 @@ class ShardEngine {
     this.source = await promptSourceOf(this.spec.scenario, this.shard.index);
     const replayArrivals =
       this.profile.type === 'replay' ? await loadReplay(this.profile.path, this.profile.format) : null;
-    this.driver = createDriver(this.spec, { connections: maxInFlight, contentCapChars: this.contentCapChars }, this.source);
+    this.driver = createDriver(
+      this.spec,
+      { connections: maxInFlight, contentCapChars: this.contentCapChars },
+      this.source,
+    );
 
     const onAbort = () => this.stop(true);
     if (signal.aborted) this.stop(true);
@@ -162,15 +177,33 @@ class ShardEngine {
       const p = this.profile;
       switch (p.type) {
         case 'closed':
-          await this.runClosed(maxInFlight, endMono, p.thinkTimeMs, p.thinkTimeJitterMs, new SeededRandom(deriveSeed(p.seed, this.shard.index)));
+          await this.runClosed(
+            maxInFlight,
+            endMono,
+            p.thinkTimeMs,
+            p.thinkTimeJitterMs,
+            new SeededRandom(deriveSeed(p.seed, this.shard.index)),
+          );
           break;
         case 'constant-rate':
         case 'poisson':
         case 'ramping-rate':
-          await this.runOpen(scheduleFor(p, this.spec.load.durationMs, this.shard), startMono, endMono, maxInFlight, p);
+          await this.runOpen(
+            scheduleFor(p, this.spec.load.durationMs, this.shard),
+            startMono,
+            endMono,
+            maxInFlight,
+            p,
+          );
           break;
         case 'replay':
-          await this.runOpen(replaySchedule(replayArrivals ?? [], p.speed, this.spec.load.durationMs, this.shard), startMono, endMono, maxInFlight, p);
+          await this.runOpen(
+            replaySchedule(replayArrivals ?? [], p.speed, this.spec.load.durationMs, this.shard),
+            startMono,
+            endMono,
+            maxInFlight,
+            p,
+          );
           break;
         case 'sweep':
           this.counts.sweep = await this.runSweep(p, startMono, maxInFlight);
@@ -221,7 +254,10 @@ class ShardEngine {
   private async fire(intendedMono: number, prompt?: string): Promise<DriverOutcome> {
     const item: PromptItem =
       prompt !== undefined
-        ? promptItemFromText(prompt, this.spec.scenario.type === 'chat' ? this.spec.scenario.system : undefined)
+        ? promptItemFromText(
+            prompt,
+            this.spec.scenario.type === 'chat' ? this.spec.scenario.system : undefined,
+          )
         : this.source!.next(this.inputScale);
     const seq = ++this.seq;
     const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
@@ -230,7 +266,8 @@ class ShardEngine {
     const timer = setTimeout(() => cancel.abort(new RequestTimeout(timeoutMs)), timeoutMs);
     this.cancels.add(cancel);
     this.inFlight++;
-    const spanId = (this.shard.index & 0xffff).toString(16).padStart(4, '0') + seq.toString(16).padStart(12, '0');
+    const spanId =
+      (this.shard.index & 0xffff).toString(16).padStart(4, '0') + seq.toString(16).padStart(12, '0');
     const startMono = performance.now();
     let outcome: DriverOutcome;
     try {
@@ -265,7 +302,7 @@ class ShardEngine {
     clearTimeout(timer);
     this.cancels.delete(cancel);
     this.inFlight--;
-    this.account(outcome, requestId, intendedMono, startMono);
+    this.account(outcome, requestId, intendedMono, startMono, item);
     this.options.tap?.(requestId, outcome);
     const slot = this.slotWaiter;
     this.slotWaiter = null;
@@ -278,7 +315,13 @@ class ShardEngine {
     return outcome;
   }
 
-  private account(outcome: DriverOutcome, requestId: string, intendedMono: number, startMono: number): void {
+  private account(
+    outcome: DriverOutcome,
+    requestId: string,
+    intendedMono: number,
+    startMono: number,
+    item: PromptItem,
+  ): void {
     if (outcome.gated) {
       this.counts.gated++;
       return;
@@ -306,7 +349,8 @@ class ShardEngine {
       outputTokens: usage?.completionTokens ?? outcome.outputTokensClient,
     });
     if (this.intervalHistogram && outcome.errorClass === null) {
-      const metric = this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
+      const metric =
+        this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
       if (metric !== null) recordMs(this.intervalHistogram, metric);
     }
     const rate = this.spec.load.recordSampleRate;
@@ -328,6 +372,8 @@ class ShardEngine {
         outputTokensClient: outcome.outputTokensClient,
         usage,
         content: outcome.content,
+        // The semantic-monitor judges prompt explosion (nesting depth, token surge) from this.
+        prompt: item.text.slice(0, this.contentCapChars),
         finishReason: outcome.finishReason,
         ...(outcome.logprobs === undefined ? {} : { logprobs: outcome.logprobs }),
       };
@@ -435,7 +481,10 @@ class ShardEngine {
     phaseEnd += phaseMs;
     const throughputEnd = phaseEnd;
     const throughputRate = await measure(() => this.runClosed(maxInFlight, throughputEnd, 0, 0, random));
-    const rates = Array.from({ length: p.rates }, (_, i) => synchronousRate + ((throughputRate - synchronousRate) * (i + 1)) / (p.rates + 1));
+    const rates = Array.from(
+      { length: p.rates },
+      (_, i) => synchronousRate + ((throughputRate - synchronousRate) * (i + 1)) / (p.rates + 1),
+    );
     for (const rate of rates) {
       if (this.stopped || rate <= 0) break;
       const phaseStart = performance.now();

@@ -14,7 +14,7 @@ import { TelemetryPublisher } from './telemetry.publisher';
 import { LoadMetrics } from './load.metrics';
 import { METRICS_REGISTRY } from '@fathom/observability';
 import type { Registry } from 'prom-client';
-import { probeTarget } from './target-probe';
+import { probeTarget, withResolvedModel } from './target-probe';
 
 interface ActiveShard {
   readonly abort: AbortController;
@@ -89,7 +89,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async execute(command: RunShardCommand, abort: AbortController): Promise<void> {
-    const { spec, shard, runId, campaignId } = command;
+    const { shard, runId, campaignId } = command;
     const publisher = new TelemetryPublisher(this.bus, campaignId, runId, this.generatorId, this.metrics);
     const empty: ShardCounts = {
       sent: 0,
@@ -109,12 +109,13 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         reason,
       });
 
-    const unreachable = await probeTarget(spec.target.baseUrl, {
-      timeoutMs: Math.min(5000, spec.load.requestTimeoutMs),
+    const probe = await probeTarget(command.spec.target.baseUrl, {
+      timeoutMs: Math.min(5000, command.spec.load.requestTimeoutMs),
     });
-    if (unreachable) {
-      this.logger.warn(`run ${runId} shard ${shard.index}: ${unreachable}`);
-      await lifecycle('shard-failed', empty, unreachable);
+    const spec = probe.reachable ? withResolvedModel(command.spec, probe.models) : probe.reason;
+    if (typeof spec === 'string') {
+      this.logger.warn(`run ${runId} shard ${shard.index}: ${spec}`);
+      await lifecycle('shard-failed', empty, spec);
       return;
     }
     await lifecycle('shard-started', empty);

@@ -3,6 +3,8 @@ import type { BreakerState } from '@fathom/contracts';
 export interface BreakerConfig {
   /** Outcomes older than this (ms) no longer count. */
   readonly windowMs: number;
+  /** And at most this many latest calls (resilience4j's count-based window of 100). */
+  readonly maxCalls: number;
   /** No verdict on fewer calls than this in the window. */
   readonly minCalls: number;
   /** Open at or above this share of failed calls. */
@@ -20,6 +22,7 @@ export interface BreakerConfig {
 /** resilience4j's defaults where they fit (50 % failure rate, min 10 calls), sized for runs of seconds. */
 export const DEFAULT_BREAKER_CONFIG: BreakerConfig = {
   windowMs: 10_000,
+  maxCalls: 100,
   minCalls: 10,
   failureRate: 0.5,
   slowCallRate: 0.8,
@@ -104,6 +107,8 @@ export class CircuitBreaker {
     this.outcomes.push(outcome);
     const cutoff = at - this.config.windowMs;
     while (this.outcomes.length && this.outcomes[0].at <= cutoff) this.outcomes.shift();
+    if (this.outcomes.length > this.config.maxCalls)
+      this.outcomes.splice(0, this.outcomes.length - this.config.maxCalls);
     const calls = this.outcomes.length;
     if (calls < this.config.minCalls) return out;
     const failures = this.outcomes.filter((o) => !o.ok).length;

@@ -1,5 +1,10 @@
 import type { DetectorSignal, GpuSample, GpuTelemetry, TelemetryWindow } from '@fathom/contracts';
-import { mergeWindows } from '@fathom/load';
+import { decodeHistogram, mergeWindows, quantilesFromHistogram } from '@fathom/load';
+
+type HistogramName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl';
+type Histogram = ReturnType<typeof decodeHistogram>;
+const HISTOGRAM_NAMES: HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl'];
+const EMPTY_HISTOGRAM_US = mergeWindows([]).histogramsUs.e2e;
 import type { RecordDigest } from './record-digest';
 
 export interface GpuPoint {
@@ -42,6 +47,8 @@ export interface SpanView {
  */
 export class RunTimeline {
   private readonly windowsByKey = new Map<string, TelemetryWindow>();
+  /** Decoded once per window: live evaluation merges spans several times a second. */
+  private readonly decoded = new Map<TelemetryWindow, Partial<Record<HistogramName, Histogram>>>();
   private readonly digestList: RecordDigest[] = [];
   private readonly gpuList: GpuPoint[] = [];
   private readonly detectorList: DetectorSignal[] = [];
@@ -49,7 +56,24 @@ export class RunTimeline {
   private gpuSorted = true;
 
   addWindow(window: TelemetryWindow): void {
-    this.windowsByKey.set(`${window.generatorId}/${window.shard}/${window.seq}`, window);
+    const key = `${window.generatorId}/${window.shard}/${window.seq}`;
+    const previous = this.windowsByKey.get(key);
+    if (previous) this.decoded.delete(previous);
+    this.windowsByKey.set(key, window);
+  }
+
+  private histogramOf(window: TelemetryWindow, name: HistogramName): Histogram {
+    let cache = this.decoded.get(window);
+    if (!cache) this.decoded.set(window, (cache = {}));
+    return (cache[name] ??= decodeHistogram(window.histogramsUs[name]));
+  }
+
+  /** Quantiles of one latency histogram over the windows, merged exactly (ms). */
+  private quantiles(windows: readonly TelemetryWindow[], name: HistogramName): LatencyFigures {
+    const merged = decodeHistogram(EMPTY_HISTOGRAM_US);
+    for (const w of windows) merged.add(this.histogramOf(w, name));
+    const q = quantilesFromHistogram(merged);
+    return { p50: q.p50, p95: q.p95, p99: q.p99, max: q.max };
   }
 
   addDigests(digests: readonly RecordDigest[]): void {
@@ -114,27 +138,36 @@ export class RunTimeline {
       const end = w.windowStart + w.windowMs;
       return end > fromMs && end <= toMs;
     });
-    const merged = mergeWindows(windows);
-    const pick = (q: { p50: number | null; p95: number | null; p99: number | null; max: number | null }) => ({
-      p50: q.p50,
-      p95: q.p95,
-      p99: q.p99,
-      max: q.max,
-    });
+    const errorClasses: Record<string, number> = {};
+    let requests = 0;
+    let errors = 0;
+    let late = 0;
+    let dropped = 0;
+    for (const w of windows) {
+      requests += w.requests;
+      errors += w.errors;
+      late += w.late;
+      dropped += w.dropped;
+      for (const [k, n] of Object.entries(w.errorClasses)) errorClasses[k] = (errorClasses[k] ?? 0) + n;
+    }
+    // Latency is merged lazily, per histogram asked for.
+    const cache: Partial<Record<HistogramName, LatencyFigures>> = {};
+    const latency = {} as SpanView['latency'];
+    for (const name of HISTOGRAM_NAMES) {
+      Object.defineProperty(latency, name, {
+        enumerable: true,
+        get: () => (cache[name] ??= this.quantiles(windows, name)),
+      });
+    }
     return {
       fromMs,
       toMs,
-      requests: merged.requests,
-      errors: merged.errors,
-      errorClasses: merged.errorClasses,
-      late: merged.late,
-      dropped: merged.dropped,
-      latency: {
-        e2e: pick(merged.quantiles.e2e),
-        correctedE2e: pick(merged.quantiles.correctedE2e),
-        ttft: pick(merged.quantiles.ttft),
-        itl: pick(merged.quantiles.itl),
-      },
+      requests,
+      errors,
+      errorClasses,
+      late,
+      dropped,
+      latency,
       digests: between(this.digests, (d) => d.at, fromMs, toMs),
       gpu: between(this.gpu, (g) => g.at, fromMs, toMs),
       detectors: this.detectorList.filter((s) => s.emittedAt > fromMs && s.emittedAt <= toMs),

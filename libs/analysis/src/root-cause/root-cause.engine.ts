@@ -25,8 +25,8 @@ export interface RootCauseOptions {
 }
 
 export const DEFAULT_ROOT_CAUSE_OPTIONS: RootCauseOptions = {
-  warmupMs: 1_000,
-  baselineMs: 3_000,
+  warmupMs: 2_000,
+  baselineMs: 2_000,
   recentMs: 3_000,
   // P99 <= 800 ms: tier SLO-0 (spec)
   p99BudgetMs: 800,
@@ -69,7 +69,9 @@ export function diagnose(
   if (start === null) return [];
   const baselineFrom = start + options.warmupMs;
   const baselineTo = baselineFrom + options.baselineMs;
-  const recentFrom = Math.max(start, nowMs - options.recentMs);
+  // Ramp-up (connections, JIT, first scrapes) is neither baseline nor evidence.
+  const recentFrom = Math.max(baselineFrom, nowMs - options.recentMs);
+  if (recentFrom >= nowMs) return [];
   const recent = timeline.span(recentFrom, nowMs);
   const hasBaseline = recentFrom >= baselineTo;
   const base = hasBaseline ? timeline.span(baselineFrom, baselineTo) : null;

@@ -4,8 +4,12 @@ import { RunEventRepository, RunReportRepository, RunRepository } from '@fathom/
 import {
   Topics,
   envelope,
+  type BreakerChange,
   type CampaignSpec,
+  type DetectorSignal,
   type GpuTelemetry,
+  type RequestTelemetry,
+  type RootCauseChange,
   type RunLifecycle,
   type RunShardCommand,
   type SemanticSignal,
@@ -13,30 +17,82 @@ import {
   type TelemetryWindow,
   type TokenStatsSignal,
 } from '@fathom/contracts';
-import { TierTracker, buildRunSummary, evaluateTier, recentTierFigures } from '@fathom/analysis';
+import type { JsonValue } from '@fathom/storage';
+import {
+  BreakerBoard,
+  DEFAULT_ROOT_CAUSE_OPTIONS,
+  DEFAULT_TIER_POLICY,
+  RootCauseTracker,
+  RunTimeline,
+  TierHysteresis,
+  assessValidity,
+  buildRunReportDocument,
+  buildRunSummary,
+  diagnose,
+  digestRecord,
+  evaluateTiers,
+  type BreakerKey,
+  type BreakerTransition,
+  type RecordDigest,
+  type RootCauseOptions,
+  type TrackedCause,
+} from '@fathom/analysis';
+import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
 import { consumerGroup } from '../runtime/service-name';
 
-/** Tier figures are taken over this much recent load (ms). */
-const TIER_SPAN_MS = 10_000;
 const SETTLE_POLL_MS = 200;
+/** Live verdicts are recomputed at most this often per run (ms). */
+const EVALUATE_EVERY_MS = 500;
+/** Consecutive saturated DCGM scrapes that open the LLM breaker of a node. */
+const DRAM_SATURATED_SCRAPES = 3;
+/** Detector names (semantic-monitor, gpu-collector) that open a breaker on their layer. */
+const BREAKER_SIGNALS: Record<string, string> = {
+  'prompt-explosion': 'llm',
+  'reranker-busy': 'rerank',
+  'semantic-failure-rate': 'llm',
+  'dram-saturation': 'llm',
+};
 
-type StoredKind = 'shard-command' | 'window' | 'lifecycle' | 'semantic' | 'gpu' | 'tier';
+type StoredKind =
+  'shard-command' | 'window' | 'lifecycle' | 'semantic' | 'gpu' | 'tier' | 'digest' | 'breaker' | 'cause';
+
+interface DigestBatch {
+  id: string;
+  runId: string;
+  campaignId: string;
+  emittedAt: number;
+  digests: RecordDigest[];
+}
+
+/** Live state of one run; rebuilt from storage when the analyzer restarts mid-run. */
+interface RunState {
+  readonly campaignId: string;
+  spec: CampaignSpec | null;
+  readonly timeline: RunTimeline;
+  readonly tiers: TierHysteresis;
+  readonly breakers: BreakerBoard;
+  readonly causes: RootCauseTracker;
+  lastEvaluatedAt: number;
+  evaluateTimer: NodeJS.Timeout | null;
+  dramSaturatedScrapes: number;
+}
 
 /**
  * Joins everything of a run: stores every event it consumes (idempotently, by event id, before
- * the offset is committed), evaluates SLO tiers while the run goes, and once every shard has
- * finished and its trailing telemetry has arrived, builds the summary from what was stored.
- * Because the summary is computed from storage, an analyzer killed mid-run and restarted loses
- * nothing: Kafka redelivers what was not committed, and duplicates are ignored by id.
+ * the offset is committed) and, while the run goes, keeps its evidence on a timeline from which
+ * it derives tiers (multi-window, with hysteresis), circuit breakers and ranked root causes,
+ * publishing every change. Once every shard has finished and its trailing telemetry arrived it
+ * builds the summary and the versioned report document from what was stored, so an analyzer
+ * killed mid-run and restarted loses nothing.
  */
 @Injectable()
 export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RunAnalysisService.name);
   private readonly subscriptions: Subscription[] = [];
-  private readonly tiers = new TierTracker();
-  private readonly recentWindows = new Map<string, TelemetryWindow[]>();
+  private readonly states = new Map<string, RunState>();
   private readonly finalizing = new Set<string>();
   private readonly settleMs = Number(process.env.FATHOM_ANALYZER_SETTLE_MS ?? 15000);
+  private readonly causeOptions: RootCauseOptions = DEFAULT_ROOT_CAUSE_OPTIONS;
   private closed = false;
 
   constructor(
@@ -47,30 +103,15 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   async onModuleInit(): Promise<void> {
+    const sub = <T>(topic: Parameters<Bus['subscribe']>[0], handler: (e: T) => Promise<void>) =>
+      this.bus.subscribe(topic, { group: consumerGroup('analyzer', topic) }, handler as never);
     this.subscriptions.push(
-      await this.bus.subscribe(Topics.runShard, { group: consumerGroup('analyzer', Topics.runShard) }, (e) =>
-        this.store('shard-command', Topics.runShard.name, e),
-      ),
-      await this.bus.subscribe(
-        Topics.telemetryWindow,
-        { group: consumerGroup('analyzer', Topics.telemetryWindow) },
-        (e) => this.onWindow(e),
-      ),
-      await this.bus.subscribe(
-        Topics.semanticSignal,
-        { group: consumerGroup('analyzer', Topics.semanticSignal) },
-        (e) => this.onSemantic(e),
-      ),
-      await this.bus.subscribe(
-        Topics.gpuTelemetry,
-        { group: consumerGroup('analyzer', Topics.gpuTelemetry) },
-        (e) => this.store('gpu', Topics.gpuTelemetry.name, e),
-      ),
-      await this.bus.subscribe(
-        Topics.runLifecycle,
-        { group: consumerGroup('analyzer', Topics.runLifecycle) },
-        (e) => this.onLifecycle(e),
-      ),
+      await sub<RunShardCommand>(Topics.runShard, (e) => this.onShard(e)),
+      await sub<TelemetryWindow>(Topics.telemetryWindow, (e) => this.onWindow(e)),
+      await sub<RequestTelemetry>(Topics.requestTelemetry, (e) => this.onRecords(e)),
+      await sub<SemanticSignal>(Topics.semanticSignal, (e) => this.onSemantic(e)),
+      await sub<GpuTelemetry>(Topics.gpuTelemetry, (e) => this.onGpu(e)),
+      await sub<RunLifecycle>(Topics.runLifecycle, (e) => this.onLifecycle(e)),
     );
     // Resume runs a previous analyzer left unfinished.
     for (const status of ['pending', 'running'] as const) {
@@ -80,6 +121,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
+    for (const state of this.states.values()) if (state.evaluateTimer) clearTimeout(state.evaluateTimer);
     await Promise.all(this.subscriptions.map((s) => s.close()));
   }
 
@@ -93,33 +135,192 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     ]);
   }
 
-  private async onSemantic(signal: SemanticSignal): Promise<void> {
-    await this.store('semantic', Topics.semanticSignal.name, signal);
+  private newState(campaignId: string, spec: CampaignSpec | null): RunState {
+    return {
+      campaignId,
+      spec,
+      timeline: new RunTimeline(),
+      tiers: new TierHysteresis(DEFAULT_TIER_POLICY),
+      breakers: new BreakerBoard(),
+      causes: new RootCauseTracker(),
+      lastEvaluatedAt: 0,
+      evaluateTimer: null,
+      dramSaturatedScrapes: 0,
+    };
+  }
+
+  /** The run's live state; after a restart, rebuilt from what was stored (no republishing). */
+  private async state(runId: string, campaignId: string): Promise<RunState> {
+    const known = this.states.get(runId);
+    if (known) return known;
+    const state = this.newState(campaignId, null);
+    this.states.set(runId, state);
+    const stored = await this.events.listByRun(runId);
+    for (const e of stored) {
+      if (e.kind === 'shard-command') state.spec ??= (e.payload as RunShardCommand).spec;
+      else if (e.kind === 'window') state.timeline.addWindow(e.payload as TelemetryWindow);
+      else if (e.kind === 'digest') state.timeline.addDigests((e.payload as unknown as DigestBatch).digests);
+      else if (e.kind === 'gpu') state.timeline.addGpu(e.payload as GpuTelemetry);
+      else if (e.kind === 'semantic' && (e.payload as SemanticSignal).kind === 'detector')
+        state.timeline.addDetector(e.payload as DetectorSignal);
+    }
+    return state;
+  }
+
+  private async onShard(command: RunShardCommand): Promise<void> {
+    await this.store('shard-command', Topics.runShard.name, command);
+    const state = await this.state(command.runId, command.campaignId);
+    state.spec ??= command.spec;
   }
 
   private async onWindow(window: TelemetryWindow): Promise<void> {
     await this.store('window', Topics.telemetryWindow.name, window);
-    const recent = this.recentWindows.get(window.runId) ?? [];
-    recent.push(window);
-    const horizon = Math.max(...recent.map((w) => w.windowStart)) - 6 * TIER_SPAN_MS;
-    const kept = recent.filter((w) => w.windowStart >= horizon);
-    this.recentWindows.set(window.runId, kept);
-    const verdict = evaluateTier(recentTierFigures(kept, TIER_SPAN_MS, 0));
-    const change = this.tiers.observe(window.runId, verdict);
-    if (!change) return;
-    const figures = recentTierFigures(kept, TIER_SPAN_MS, 0);
-    const event: SloTierChange = {
-      ...envelope(window.campaignId, window.runId),
-      ...change,
-      figures: {
-        requests: figures.requests,
-        availability: figures.availability,
-        ...(figures.p99Ms !== null ? { p99Ms: figures.p99Ms } : {}),
-        breakerTripsPerMinute: figures.breakerTripsPerMinute,
-      },
+    const state = await this.state(window.runId, window.campaignId);
+    state.timeline.addWindow(window);
+    this.scheduleEvaluation(window.runId, state);
+  }
+
+  private async onRecords(batch: RequestTelemetry): Promise<void> {
+    const state = await this.state(batch.runId, batch.campaignId);
+    if (!state.spec) {
+      const command = (await this.events.listByRun(batch.runId, { topic: Topics.runShard.name }))[0];
+      state.spec = (command?.payload as RunShardCommand | undefined)?.spec ?? null;
+    }
+    if (!state.spec) return; // a run the analyzer never saw planned: nothing to attribute calls to
+    const digests = batch.records.map((r) => digestRecord(r, state.spec!));
+    const stored: DigestBatch = {
+      id: batch.id,
+      runId: batch.runId,
+      campaignId: batch.campaignId,
+      emittedAt: batch.emittedAt,
+      digests,
     };
-    await this.store('tier', Topics.sloTier.name, event);
-    await this.bus.publish(Topics.sloTier, event);
+    await this.store('digest', Topics.requestTelemetry.name, stored);
+    state.timeline.addDigests(digests);
+    const node = nodeOf(state.spec);
+    const transitions: BreakerTransition[] = [];
+    for (const d of digests) {
+      for (const call of d.calls) {
+        transitions.push(
+          ...state.breakers.observe(
+            { target: state.spec.target.baseUrl, layer: call.layer, node },
+            d.at,
+            call.ok,
+            d.e2eMs,
+            call.path,
+          ),
+        );
+      }
+    }
+    await this.publishBreakers(batch.runId, state, transitions);
+    this.scheduleEvaluation(batch.runId, state);
+  }
+
+  private async onSemantic(signal: SemanticSignal): Promise<void> {
+    await this.store('semantic', Topics.semanticSignal.name, signal);
+    if (signal.kind !== 'detector') return;
+    const state = await this.state(signal.runId, signal.campaignId);
+    state.timeline.addDetector(signal);
+    const layer = BREAKER_SIGNALS[signal.detector];
+    if (layer && state.spec && signal.severity !== 'info') {
+      const key = { target: state.spec.target.baseUrl, layer, node: nodeOf(state.spec) };
+      await this.publishBreakers(
+        signal.runId,
+        state,
+        state.breakers.trip(key, signal.emittedAt, `${signal.detector}: ${signal.message}`, signal.figures),
+      );
+    }
+  }
+
+  private async onGpu(scrape: GpuTelemetry): Promise<void> {
+    await this.store('gpu', Topics.gpuTelemetry.name, scrape);
+    const state = await this.state(scrape.runId, scrape.campaignId);
+    state.timeline.addGpu(scrape);
+    const dram = scrape.samples.filter((s) => s.metric === 'dram_active_ratio').map((s) => s.value);
+    if (dram.length) {
+      const peak = Math.max(...dram);
+      state.dramSaturatedScrapes =
+        peak > DEFAULT_BANDWIDTH_SATURATION_THRESHOLD ? state.dramSaturatedScrapes + 1 : 0;
+      if (state.dramSaturatedScrapes === DRAM_SATURATED_SCRAPES && state.spec) {
+        const key = { target: state.spec.target.baseUrl, layer: 'llm', node: nodeOf(state.spec) };
+        const reason = `DRAM bandwidth saturated: DRAM active ${(peak * 100).toFixed(0)} % > ${DEFAULT_BANDWIDTH_SATURATION_THRESHOLD * 100} % for ${DRAM_SATURATED_SCRAPES} scrapes`;
+        await this.publishBreakers(
+          scrape.runId,
+          state,
+          state.breakers.trip(key, scrape.scrapedAt, reason, { dramActive: peak }),
+        );
+      }
+    }
+    this.scheduleEvaluation(scrape.runId, state);
+  }
+
+  private scheduleEvaluation(runId: string, state: RunState): void {
+    if (state.evaluateTimer || this.closed) return;
+    const wait = Math.max(0, state.lastEvaluatedAt + EVALUATE_EVERY_MS - Date.now());
+    state.evaluateTimer = setTimeout(() => {
+      state.evaluateTimer = null;
+      state.lastEvaluatedAt = Date.now();
+      this.evaluate(runId, state).catch((error: Error) =>
+        this.logger.error(`run ${runId}: live evaluation failed: ${error.message}`),
+      );
+    }, wait);
+  }
+
+  /** Breakers that timed out to half-open, the tier (with hysteresis), and the ranked root causes. */
+  private async evaluate(runId: string, state: RunState): Promise<void> {
+    const now = state.timeline.latestMs;
+    if (now === null) return;
+    await this.publishBreakers(runId, state, state.breakers.tick(now));
+    const tierEvaluation = evaluateTiers(state.timeline, now, {
+      breakerTripsPerMinute: state.breakers.tripsPerMinute(now),
+    });
+    const change = state.tiers.observe(tierEvaluation);
+    if (change) {
+      const event: SloTierChange = {
+        ...envelope(state.campaignId, runId),
+        from: change.from,
+        to: change.to,
+        reason: change.reason,
+        figures: { ...change.figures, breakerTripsPerMinute: state.breakers.tripsPerMinute(now) },
+        ...(change.objective ? { objective: change.objective } : {}),
+      };
+      await this.store('tier', Topics.sloTier.name, event);
+      await this.bus.publish(Topics.sloTier, event);
+    }
+    const p99Budget = state.spec?.slo.p99Ms ?? this.causeOptions.p99BudgetMs;
+    const diagnosis = diagnose(state.timeline, now, { ...this.causeOptions, p99BudgetMs: p99Budget });
+    if (state.causes.observe(diagnosis, Date.now())) {
+      const ranked = state.causes.ranked();
+      const event: RootCauseChange = {
+        ...envelope(state.campaignId, runId),
+        top: ranked[0]?.kind ?? null,
+        causes: ranked.map(stripNamedAt),
+      };
+      await this.store('cause', Topics.rootCause.name, event);
+      await this.bus.publish(Topics.rootCause, event);
+      if (ranked[0])
+        this.logger.log(`run ${runId}: root cause ${ranked[0].kind} (${ranked[0].confidence.toFixed(2)})`);
+    }
+  }
+
+  private async publishBreakers(
+    runId: string,
+    state: RunState,
+    transitions: BreakerTransition[],
+  ): Promise<void> {
+    for (const t of transitions) {
+      const event: BreakerChange = {
+        ...envelope(state.campaignId, runId, Math.round(t.at)),
+        breaker: { ...t.key } as BreakerKey,
+        from: t.from,
+        to: t.to,
+        reason: t.reason,
+        paths: [...t.paths],
+        figures: t.figures,
+      };
+      await this.store('breaker', Topics.breaker.name, event);
+      await this.bus.publish(Topics.breaker, event);
+    }
   }
 
   private async onLifecycle(event: RunLifecycle): Promise<void> {
@@ -165,11 +366,17 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async report(runId: string, lifecycle: RunLifecycle[]): Promise<void> {
+    const campaignId = lifecycle[0].campaignId;
+    const live = this.states.get(runId);
+    if (live?.evaluateTimer) clearTimeout(live.evaluateTimer);
+    if (live) await this.evaluate(runId, live);
+    const state = live ?? (await this.state(runId, campaignId));
     const stored = await this.events.listByRun(runId);
     const of = <T>(kind: StoredKind) => stored.filter((e) => e.kind === kind).map((e) => e.payload as T);
     const spec = of<RunShardCommand>('shard-command')[0]?.spec ?? null;
     const semantic = of<SemanticSignal>('semantic');
     const run = await this.runs.get(runId);
+    const tierChanges = of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt);
     const summary = buildRunSummary({
       spec: spec as CampaignSpec | null,
       lifecycle,
@@ -177,14 +384,58 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
       detectorSignals: semantic.filter((s) => s.kind === 'detector').length,
       gpu: of<GpuTelemetry>('gpu'),
-      tierChanges: of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt),
+      tierChanges,
       aborted: run?.status === 'aborted',
     });
-    const campaignId = lifecycle[0].campaignId;
-    await this.reports.save(runId, { schemaVersion: 1, runId, campaignId, summary });
-    await this.bus.publish(Topics.runReport, { ...envelope(campaignId, runId), summary });
-    this.recentWindows.delete(runId);
-    this.tiers.forget(runId);
-    this.logger.log(`run ${runId}: reported (${summary.requests} requests, tier ${summary.tier ?? 'n/a'})`);
+    const rootCauses = live ? live.causes.ranked() : causesFromStored(of<RootCauseChange>('cause'));
+    const validity = assessValidity(state.timeline.windows, state.timeline.digests, rootCauses.length > 0);
+    const document = buildRunReportDocument({
+      runId,
+      campaignId,
+      summary,
+      timeline: state.timeline,
+      tiers: DEFAULT_TIER_POLICY.tiers,
+      tierChanges,
+      breakerChanges: of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt),
+      rootCauses,
+      validity,
+      stallMs: this.causeOptions.stallMs,
+    });
+    const saved = await this.reports.save(runId, document as unknown as JsonValue);
+    await this.bus.publish(Topics.runReport, {
+      ...envelope(campaignId, runId),
+      summary,
+      reportVersion: saved.version,
+      validity,
+      rootCauses: rootCauses.map(stripNamedAt),
+    });
+    this.states.delete(runId);
+    this.logger.log(
+      `run ${runId}: reported (${summary.requests} requests, tier ${summary.tier ?? 'n/a'}, ${rootCauses.length} causes, ${validity.valid ? 'valid' : 'invalid'})`,
+    );
   }
+}
+
+/** Host:port of the target: the node its breakers are kept for. */
+function nodeOf(spec: CampaignSpec): string {
+  return new URL(spec.target.baseUrl).host;
+}
+
+function stripNamedAt(cause: TrackedCause): Omit<TrackedCause, 'namedAt'> {
+  const { namedAt: _namedAt, ...rest } = cause;
+  return rest;
+}
+
+/** After a restart: each kind's strongest stored verdict, named when it was first published. */
+function causesFromStored(changes: RootCauseChange[]): TrackedCause[] {
+  const byKind = new Map<string, TrackedCause>();
+  for (const change of changes.sort((a, b) => a.emittedAt - b.emittedAt)) {
+    for (const cause of change.causes) {
+      const seen = byKind.get(cause.kind);
+      if (!seen) byKind.set(cause.kind, { ...cause, namedAt: change.emittedAt });
+      else if (cause.confidence > seen.confidence)
+        byKind.set(cause.kind, { ...cause, namedAt: seen.namedAt });
+    }
+  }
+  return [...byKind.values()].sort((a, b) => b.confidence - a.confidence);
 }

@@ -1,0 +1,36 @@
+import type { TelemetryWindow } from '@fathom/contracts';
+import type { RecordDigest } from '../evidence/record-digest';
+import { assessValidity } from './measurement-validity';
+
+const window = (i: number, requests: number, extra: Partial<TelemetryWindow> = {}) =>
+  ({ windowStart: i * 1000, windowMs: 1000, requests, late: 0, dropped: 0, ...extra }) as TelemetryWindow;
+const digest = (mismatch: number | null): RecordDigest =>
+  ({ ok: true, tokenMismatch: mismatch, outputTokens: 32 }) as RecordDigest;
+
+describe(assessValidity.name, () => {
+  const steady = [0, 1, 2, 3, 4, 5].map((i) => window(i, 20));
+
+  it('accepts a steady run whose counts agree', () => {
+    expect(assessValidity(steady, [digest(0), digest(1)], false)).toEqual({ valid: true, reasons: [] });
+  });
+
+  it('flags a generator that fell behind its schedule', () => {
+    const sut = assessValidity([...steady, window(6, 20, { late: 10, dropped: 5 })], [], false);
+    expect(sut.reasons.map((r) => r.kind)).toEqual(['generator-bottleneck']);
+  });
+
+  it('flags token counts that disagree beyond the bound', () => {
+    const sut = assessValidity(steady, [digest(0), digest(9)], false);
+    expect(sut.reasons[0]).toMatchObject({
+      kind: 'token-count-mismatch',
+      figures: { disagree: 1, counted: 2 },
+    });
+  });
+
+  it('flags an unsteady run unless a root cause explains it', () => {
+    const unsteady = [0, 1, 2, 3, 4, 5].map((i) => window(i, i % 2 ? 2 : 40));
+    expect(assessValidity(unsteady, [], false).reasons.map((r) => r.kind)).toEqual(['no-steady-state']);
+    expect(assessValidity(unsteady, [], true).valid).toBe(true);
+    expect(assessValidity(steady.slice(0, 3), [], false).reasons[0].detail).toContain('too short');
+  });
+});

@@ -53,6 +53,8 @@ export const simConfigSchema = z.object({
     .object({
       /** Vectors pre-loaded into the index at start (synthetic corpus, deterministic). */
       initialIndexSize: z.number().int().min(0).default(10000),
+      /** Qdrant-compatible routes: the collection name under which this pre-loaded index is served. */
+      collection: z.string().min(1).default('fathom'),
       dimensions: z.number().int().positive().default(64),
       // upsert cost per vector (model ms) = upsertBaseUsPerVector x (1 + size / upsertSlowdownAt) / 1000
       upsertBaseUsPerVector: z.number().min(0).default(4),
@@ -98,7 +100,9 @@ export const simConfigSchema = z.object({
 
 export type SimConfig = z.infer<typeof simConfigSchema>;
 export type SimConfigInput = z.input<typeof simConfigSchema>;
-export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+export type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K];
+};
 
 /** Parses a (possibly partial) config; throws a ZodError naming the bad field. */
 export function resolveSimConfig(input: unknown = {}): SimConfig {

@@ -1,7 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { resolveSimConfig, type DeepPartial, type SimConfig, type SimConfigInput } from '../config/sim-config';
+import {
+  resolveSimConfig,
+  type DeepPartial,
+  type SimConfig,
+  type SimConfigInput,
+} from '../config/sim-config';
 import { RealClock } from '../engine/clock';
 import { ServingEngine } from '../engine/serving.engine';
 import { FaultController } from '../faults/fault.controller';
@@ -9,6 +14,7 @@ import { FAULT_KINDS, type FaultKind } from '../faults/fault.types';
 import { VllmMetrics } from '../metrics/vllm.metrics';
 import { DcgmMetrics } from '../metrics/dcgm.metrics';
 import { RagService } from '../rag/rag.service';
+import { QdrantRoutes } from '../rag/qdrant.routes';
 import { ToolsService, TOOL_VERSIONS, type ToolVersion } from '../tools/tools.service';
 import { AgentsService } from '../agents/agents.service';
 import { embedText } from '../text/embedding.util';
@@ -36,7 +42,16 @@ export interface SimTarget {
 }
 
 const upsertSchema = z.object({
-  vectors: z.array(z.object({ id: z.string().min(1), vector: z.array(z.number()).optional(), text: z.string().optional() })).min(1).max(100000),
+  vectors: z
+    .array(
+      z.object({
+        id: z.string().min(1),
+        vector: z.array(z.number()).optional(),
+        text: z.string().optional(),
+      }),
+    )
+    .min(1)
+    .max(100000),
 });
 const retrieveSchema = z.object({
   query: z.string().optional(),
@@ -48,7 +63,10 @@ const rerankSchema = z.object({
   documents: z.array(z.string()).min(1).max(1000),
   top_n: z.number().int().min(1).optional(),
 });
-const agentsSchema = z.object({ agents: z.number().int().min(2).max(64).default(3), steps: z.number().int().min(1).max(1000).default(12) });
+const agentsSchema = z.object({
+  agents: z.number().int().min(2).max(64).default(3),
+  steps: z.number().int().min(1).max(1000).default(12),
+});
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
@@ -74,16 +92,29 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
   const groundTruth = new GroundTruthStore(config.groundTruthCapacity);
   const scale = config.timeScale;
   const rag = new RagService(config.rag, config.seed, scale, faults);
-  const tools = new ToolsService(faults, config.seed, { 'v1.9': config.tools.v19LatencyMs, 'v2.1': config.tools.v21LatencyMs }, scale);
+  const tools = new ToolsService(
+    faults,
+    config.seed,
+    { 'v1.9': config.tools.v19LatencyMs, 'v2.1': config.tools.v21LatencyMs },
+    scale,
+  );
   const agents = new AgentsService(config.agents, faults, config.seed, scale);
   let requestNumber = 0;
-  const ctx: SimContext = { config, faults, engine, groundTruth, metrics, nextRequestNumber: () => ++requestNumber };
+  const ctx: SimContext = {
+    config,
+    faults,
+    engine,
+    groundTruth,
+    metrics,
+    nextRequestNumber: () => ++requestNumber,
+  };
   const created = Math.floor(Date.now() / 1000);
 
   const failIfInjected = (): void => {
     const injected = injectedServerError(ctx, ++requestNumber);
     if (injected) throw injected;
   };
+  const qdrant = new QdrantRoutes(rag, failIfInjected);
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://sim');
@@ -91,6 +122,8 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
     const method = req.method ?? 'GET';
     const segments = path.split('/').filter(Boolean);
     const key = `${method} ${path}`;
+    // Qdrant's REST API lives at the root, as on a Qdrant node (see rag/qdrant.routes.ts).
+    if (qdrant.matches(method, segments)) return qdrant.handle(req, res, method, segments, url);
 
     switch (key) {
       case 'POST /v1/chat/completions':
@@ -100,7 +133,18 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
       case 'POST /v1/embeddings':
         return handleEmbeddings(req, res);
       case 'GET /v1/models':
-        return sendJson(res, 200, { object: 'list', data: [{ id: config.model, object: 'model', created, owned_by: 'fathom-sim', max_model_len: config.engine.maxModelLen }] });
+        return sendJson(res, 200, {
+          object: 'list',
+          data: [
+            {
+              id: config.model,
+              object: 'model',
+              created,
+              owned_by: 'fathom-sim',
+              max_model_len: config.engine.maxModelLen,
+            },
+          ],
+        });
       case 'GET /health':
         return sendJson(res, 200, { status: 'ok' });
       case 'GET /metrics':
@@ -108,7 +152,11 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
       case 'GET /dcgm/metrics':
         return sendText(res, 200, dcgm.render(), 'text/plain; version=0.0.4; charset=utf-8');
       case 'GET /sim/stats':
-        return sendJson(res, 200, { ...engine.snapshot(), groundTruthRecords: groundTruth.size, ragIndexSize: rag.size });
+        return sendJson(res, 200, {
+          ...engine.snapshot(),
+          groundTruthRecords: groundTruth.size,
+          ragIndexSize: rag.size,
+        });
       case 'GET /sim/faults':
         return sendJson(res, 200, { faults: faults.list(), kinds: FAULT_KINDS });
       case 'POST /sim/faults': {
@@ -134,7 +182,12 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
         failIfInjected();
         const body = parse(retrieveSchema, await readJson(req));
         const result = await rag.retrieve({ text: body.query, vector: body.vector }, body.k);
-        return sendJson(res, 200, { results: result.items, service_ms: result.serviceMs, queued_ms: result.queuedMs, index_size: rag.size });
+        return sendJson(res, 200, {
+          results: result.items,
+          service_ms: result.serviceMs,
+          queued_ms: result.queuedMs,
+          index_size: rag.size,
+        });
       }
       case 'POST /rag/rerank': {
         failIfInjected();
@@ -153,27 +206,54 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
     }
 
     if (method === 'GET' && segments[0] === 'v1' && segments[1] === 'models' && segments.length === 3) {
-      if (segments[2] !== config.model) throw new ApiError(404, `The model '${segments[2]}' does not exist`, 'invalid_request_error', 'model', 'model_not_found');
+      if (segments[2] !== config.model)
+        throw new ApiError(
+          404,
+          `The model '${segments[2]}' does not exist`,
+          'invalid_request_error',
+          'model',
+          'model_not_found',
+        );
       return sendJson(res, 200, { id: config.model, object: 'model', created, owned_by: 'fathom-sim' });
     }
     if (method === 'GET' && segments[0] === 'sim' && segments[1] === 'requests' && segments.length === 3) {
       const record = groundTruth.get(segments[2]);
-      if (!record) throw new ApiError(404, `No ground truth for request '${segments[2]}'.`, 'invalid_request_error', 'id', 'not_found');
+      if (!record)
+        throw new ApiError(
+          404,
+          `No ground truth for request '${segments[2]}'.`,
+          'invalid_request_error',
+          'id',
+          'not_found',
+        );
       return sendJson(res, 200, record);
     }
     if (method === 'DELETE' && segments[0] === 'sim' && segments[1] === 'faults' && segments.length === 3) {
       const kind = segments[2] as FaultKind;
-      if (!FAULT_KINDS.includes(kind)) throw new ApiError(400, `Unknown fault kind '${segments[2]}'. Known: ${FAULT_KINDS.join(', ')}.`, 'invalid_request_error', 'kind');
+      if (!FAULT_KINDS.includes(kind))
+        throw new ApiError(
+          400,
+          `Unknown fault kind '${segments[2]}'. Known: ${FAULT_KINDS.join(', ')}.`,
+          'invalid_request_error',
+          'kind',
+        );
       return sendJson(res, 200, { kind, cleared: faults.clear(kind) });
     }
     if (segments[0] === 'tools' && segments.length >= 3) {
       const name = segments[1];
       // GET /tools/:name/openapi.json (version by headers or ?version=) or /tools/:name/:version/openapi.json
       if (method === 'GET' && (segments[2] === 'openapi.json' || segments[3] === 'openapi.json')) {
-        const requested = segments[3] === 'openapi.json' ? segments[2] : (url.searchParams.get('version') ?? undefined);
+        const requested =
+          segments[3] === 'openapi.json' ? segments[2] : (url.searchParams.get('version') ?? undefined);
         let version: ToolVersion;
         if (requested !== undefined) {
-          if (!TOOL_VERSIONS.includes(requested as ToolVersion)) throw new ApiError(404, `Unknown tool version '${requested}' (v1.9 or v2.1).`, 'invalid_request_error', 'version');
+          if (!TOOL_VERSIONS.includes(requested as ToolVersion))
+            throw new ApiError(
+              404,
+              `Unknown tool version '${requested}' (v1.9 or v2.1).`,
+              'invalid_request_error',
+              'version',
+            );
           version = requested as ToolVersion;
         } else version = tools.routeVersion(req.headers);
         return sendJson(res, 200, tools.openapi(name, version), { 'x-tool-version': version });
@@ -191,23 +271,43 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
   async function handleEmbeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const request = parse(embeddingRequestSchema, await readJson(req));
     if (request.model !== config.model) {
-      throw new ApiError(404, `The model \`${request.model}\` does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
+      throw new ApiError(
+        404,
+        `The model \`${request.model}\` does not exist or you do not have access to it.`,
+        'invalid_request_error',
+        'model',
+        'model_not_found',
+      );
     }
     failIfInjected();
     const input = request.input;
     const texts: string[] =
-      typeof input === 'string' ? [input] : typeof input[0] === 'string' ? (input as string[]) : typeof input[0] === 'number' ? [(input as number[]).join(' ')] : (input as number[][]).map((ids) => ids.join(' '));
+      typeof input === 'string'
+        ? [input]
+        : typeof input[0] === 'string'
+          ? (input as string[])
+          : typeof input[0] === 'number'
+            ? [(input as number[]).join(' ')]
+            : (input as number[][]).map((ids) => ids.join(' '));
     const dims = request.dimensions ?? config.embeddings.dimensions;
     let tokens = 0;
     const data = texts.map((text, index) => {
       tokens += tokenize(text).length;
       const vector = embedText(text, dims, config.seed);
-      const embedding = request.encoding_format === 'base64' ? Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64') : Array.from(vector);
+      const embedding =
+        request.encoding_format === 'base64'
+          ? Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64')
+          : Array.from(vector);
       return { object: 'embedding', index, embedding };
     });
     // Embedding model time (model ms) = 2 + 0.01 x input tokens.
     await new Promise((resolve) => setTimeout(resolve, (2 + 0.01 * tokens) * scale));
-    sendJson(res, 200, { object: 'list', data, model: config.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+    sendJson(res, 200, {
+      object: 'list',
+      data,
+      model: config.model,
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    });
   }
 
   const server: Server = createServer((req, res) => {

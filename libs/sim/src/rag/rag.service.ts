@@ -3,6 +3,7 @@ import type { FaultController } from '../faults/fault.controller';
 import { cosine, embedText, normalise } from '../text/embedding.util';
 import { Prng } from '../text/prng.util';
 import { ApiError } from '../http/http.util';
+import { VectorIndex, type IndexDistance, type IndexHit, type PointId } from './vector.index';
 
 type RagConfig = SimConfig['rag'];
 
@@ -25,10 +26,9 @@ export interface RetrievedItem {
  * top-k itself is computed for real by brute force over the in-memory index.
  */
 export class RagService {
-  private readonly ids: string[] = [];
-  private readonly texts: (string | null)[] = [];
-  private vectors: Float32Array;
-  private readonly position = new Map<string, number>();
+  /** The `/rag/*` index, also the Qdrant collection named `config.collection`. */
+  readonly index: VectorIndex;
+  private readonly collections = new Map<string, VectorIndex>();
   private retrieveInFlight = 0;
   private readonly retrieveQueue: (() => void)[] = [];
   private rerankInUse = 0;
@@ -40,43 +40,51 @@ export class RagService {
     private readonly timeScale: number,
     private readonly faults: FaultController,
   ) {
-    this.vectors = new Float32Array(Math.max(1024, config.initialIndexSize) * config.dimensions);
+    this.index = new VectorIndex(config.dimensions, 'Cosine', Math.max(1024, config.initialIndexSize));
     this.jitter = new Prng(seed ^ 0x2545f491);
     const rng = new Prng(seed);
     const v = new Float32Array(config.dimensions);
     for (let i = 0; i < config.initialIndexSize; i++) {
       for (let d = 0; d < v.length; d++) v[d] = rng.next() * 2 - 1;
-      this.put(`doc-${i}`, normalise(v), null);
+      this.index.put(`doc-${i}`, v, null);
     }
+    this.collections.set(config.collection, this.index);
   }
 
   get size(): number {
-    return this.ids.length;
+    return this.index.size;
   }
 
-  private put(id: string, vector: Float32Array, text: string | null): void {
-    const dims = this.config.dimensions;
-    let at = this.position.get(id);
-    if (at === undefined) {
-      at = this.ids.length;
-      if ((at + 1) * dims > this.vectors.length) {
-        const grown = new Float32Array(this.vectors.length * 2);
-        grown.set(this.vectors);
-        this.vectors = grown;
-      }
-      this.ids.push(id);
-      this.texts.push(text);
-      this.position.set(id, at);
-    } else {
-      this.texts[at] = text;
-    }
-    this.vectors.set(vector, at * dims);
+  /** Qdrant collections by name; `config.collection` is the pre-loaded `/rag/*` index. */
+  collection(name: string): VectorIndex | undefined {
+    return this.collections.get(name);
+  }
+
+  collectionNames(): string[] {
+    return [...this.collections.keys()];
+  }
+
+  /** False when the name is taken. New collections start empty, as Qdrant's do. */
+  createCollection(name: string, dimensions: number, distance: IndexDistance): boolean {
+    if (this.collections.has(name)) return false;
+    this.collections.set(name, new VectorIndex(dimensions, distance));
+    return true;
+  }
+
+  deleteCollection(name: string): boolean {
+    return this.collections.delete(name);
   }
 
   private vectorOf(item: { vector?: number[] | null; text?: string | null }, what: string): Float32Array {
     const dims = this.config.dimensions;
     if (item.vector) {
-      if (item.vector.length !== dims) throw new ApiError(400, `${what}: vector has ${item.vector.length} dimensions, the index has ${dims}.`, 'invalid_request_error', 'vector');
+      if (item.vector.length !== dims)
+        throw new ApiError(
+          400,
+          `${what}: vector has ${item.vector.length} dimensions, the index has ${dims}.`,
+          'invalid_request_error',
+          'vector',
+        );
       return normalise(Float32Array.from(item.vector));
     }
     if (typeof item.text === 'string') return embedText(item.text, dims, this.seed);
@@ -87,72 +95,103 @@ export class RagService {
     return new Promise((resolve) => setTimeout(resolve, modelMs * this.timeScale));
   }
 
-  /** Index layer. Cost per vector (model us) = upsertBaseUsPerVector x (1 + size / upsertSlowdownAt). */
+  /** Index layer (`/rag/index/upsert`): texts are embedded here, vectors taken as given. */
   async upsert(items: UpsertItem[]): Promise<{ upserted: number; indexSize: number; costMs: number }> {
-    let costUs = 0;
-    for (const item of items) {
-      const vector = this.vectorOf(item, `item '${item.id}'`);
-      costUs += this.config.upsertBaseUsPerVector * (1 + this.size / this.config.upsertSlowdownAt);
-      this.put(item.id, vector, item.text ?? null);
-    }
-    await this.sleep(costUs / 1000);
-    return { upserted: items.length, indexSize: this.size, costMs: costUs / 1000 };
+    const points = items.map((item) => ({
+      id: item.id,
+      vector: this.vectorOf(item, `item '${item.id}'`),
+      payload: item.text === undefined ? null : { text: item.text },
+    }));
+    const costMs = await this.upsertInto(this.index, points);
+    return { upserted: items.length, indexSize: this.size, costMs };
   }
 
   /**
-   * Retrieve layer: at most `retrieveWorkers` queries run at once, the rest queue. Service time
-   * (model ms) = (retrieveBaseMs + retrievePerKMs x k + retrievePerKVectorsMs x size / 1000) x
-   * lognormal(0, retrieveJitterSigma).
+   * Upserts into any index and sleeps its cost. Cost per vector (model us) =
+   * upsertBaseUsPerVector x (1 + size / upsertSlowdownAt), size counted as each vector lands.
+   * Returns the cost in model ms.
    */
-  async retrieve(query: { vector?: number[] | null; text?: string | null }, k: number): Promise<{ items: RetrievedItem[]; serviceMs: number; queuedMs: number }> {
+  async upsertInto(
+    index: VectorIndex,
+    points: { id: PointId; vector: Float32Array; payload: Record<string, unknown> | null }[],
+  ): Promise<number> {
+    let costUs = 0;
+    for (const point of points) {
+      costUs += this.config.upsertBaseUsPerVector * (1 + index.size / this.config.upsertSlowdownAt);
+      index.put(point.id, point.vector, point.payload);
+    }
+    await this.sleep(costUs / 1000);
+    return costUs / 1000;
+  }
+
+  /** Retrieve layer (`/rag/retrieve`) over the default index. */
+  async retrieve(
+    query: { vector?: number[] | null; text?: string | null },
+    k: number,
+  ): Promise<{ items: RetrievedItem[]; serviceMs: number; queuedMs: number }> {
     const q = this.vectorOf(query, 'query');
+    const result = await this.searchIn(this.index, q, k);
+    const items = result.hits.map((hit) => {
+      const text = this.index.payloads[hit.at]?.text;
+      return {
+        id: String(this.index.ids[hit.at]),
+        score: hit.score,
+        text: typeof text === 'string' ? text : null,
+      };
+    });
+    return { items, serviceMs: result.serviceMs, queuedMs: result.queuedMs };
+  }
+
+  /**
+   * Top-k over any index. At most `retrieveWorkers` searches run at once over all indexes (one
+   * search pool, as a Qdrant node has), the rest queue. Service time (model ms) =
+   * (retrieveBaseMs + retrievePerKMs x k + retrievePerKVectorsMs x size / 1000) x
+   * lognormal(0, retrieveJitterSigma), with k counting the skipped `offset` too.
+   */
+  async searchIn(
+    index: VectorIndex,
+    q: Float32Array,
+    k: number,
+    offset = 0,
+    minScore = -Infinity,
+  ): Promise<{ hits: IndexHit[]; serviceMs: number; queuedMs: number }> {
     const queuedAt = Date.now();
-    if (this.retrieveInFlight >= this.config.retrieveWorkers) await new Promise<void>((resolve) => this.retrieveQueue.push(resolve));
+    if (this.retrieveInFlight >= this.config.retrieveWorkers)
+      await new Promise<void>((resolve) => this.retrieveQueue.push(resolve));
     this.retrieveInFlight++;
     const queuedMs = Date.now() - queuedAt;
     try {
       const c = this.config;
-      const serviceMs = (c.retrieveBaseMs + c.retrievePerKMs * k + (c.retrievePerKVectorsMs * this.size) / 1000) * Math.exp(this.jitter.normal(0, c.retrieveJitterSigma));
-      const items = this.topK(q, k);
+      const serviceMs =
+        (c.retrieveBaseMs + c.retrievePerKMs * (k + offset) + (c.retrievePerKVectorsMs * index.size) / 1000) *
+        Math.exp(this.jitter.normal(0, c.retrieveJitterSigma));
+      const hits = index.topK(q, k, offset, minScore);
       await this.sleep(serviceMs);
-      return { items, serviceMs, queuedMs };
+      return { hits, serviceMs, queuedMs };
     } finally {
       this.retrieveInFlight--;
       this.retrieveQueue.shift()?.();
     }
   }
 
-  private topK(q: Float32Array, k: number): RetrievedItem[] {
-    const dims = this.config.dimensions;
-    const best: { at: number; score: number }[] = [];
-    for (let at = 0; at < this.ids.length; at++) {
-      let dot = 0;
-      const base = at * dims;
-      for (let d = 0; d < dims; d++) dot += q[d] * this.vectors[base + d];
-      if (best.length < k) {
-        best.push({ at, score: dot });
-        if (best.length === k) best.sort((a, b) => b.score - a.score);
-      } else if (dot > best[k - 1].score) {
-        let i = k - 1;
-        while (i > 0 && best[i - 1].score < dot) i--;
-        best.splice(i, 0, { at, score: dot });
-        best.pop();
-      }
-    }
-    best.sort((a, b) => b.score - a.score);
-    return best.map((b) => ({ id: this.ids[b.at], score: b.score, text: this.texts[b.at] }));
-  }
-
   /** Rerank layer: try-acquire one of `rerankMaxConcurrency` slots or fail fast with 503. */
-  async rerank(query: string, documents: string[], topN: number): Promise<{ results: { index: number; relevance_score: number }[]; inUse: number }> {
+  async rerank(
+    query: string,
+    documents: string[],
+    topN: number,
+  ): Promise<{ results: { index: number; relevance_score: number }[]; inUse: number }> {
     const cap = this.config.rerankMaxConcurrency;
     const phantom = this.faults.get('reranker_saturation')?.inUse ?? 0;
     const inUse = Math.min(cap, this.rerankInUse + phantom);
-    if (inUse >= cap) throw new ApiError(503, `reranker busy: ${inUse}/${cap} in use`, 'server_error', null, 'reranker_busy');
+    if (inUse >= cap)
+      throw new ApiError(503, `reranker busy: ${inUse}/${cap} in use`, 'server_error', null, 'reranker_busy');
     this.rerankInUse++;
     try {
       const q = embedText(query, this.config.dimensions, this.seed);
-      const scored = documents.map((doc, index) => ({ index, relevance_score: (cosine(q, embedText(doc, this.config.dimensions, this.seed)) + 1) / 2 }));
+      const scored = documents.map((doc, index) => ({
+        index,
+        relevance_score: (cosine(q, embedText(doc, this.config.dimensions, this.seed)) + 1) / 2,
+      }));
       scored.sort((a, b) => b.relevance_score - a.relevance_score);
       await this.sleep(this.config.rerankBaseMs + this.config.rerankPerDocMs * documents.length);
       return { results: scored.slice(0, topN), inUse: inUse + 1 };

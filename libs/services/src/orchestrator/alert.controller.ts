@@ -1,5 +1,4 @@
 import {
-  BadRequestException,
   Body,
   Controller,
   Delete,
@@ -12,24 +11,12 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { CampaignRepository } from '@fathom/storage';
-import type { z } from 'zod';
+import { FieldValidationError, parseFields } from '../http/field-validation';
 import { ApiTokenGuard } from './api-token.guard';
 import { AlertWebhookGuard } from './alert-webhook.guard';
 import { AlertRepository } from './alert.repository';
 import { AlertService } from './alert.service';
 import { AlertRuleInputSchema, AlertmanagerPayloadSchema } from './alertmanager-payload';
-
-function parseOr400<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) {
-    throw new BadRequestException({
-      statusCode: 400,
-      message: 'invalid body',
-      issues: parsed.error.issues.map((i) => ({ field: i.path.join('.') || '(root)', message: i.message })),
-    });
-  }
-  return parsed.data;
-}
 
 @Controller()
 export class AlertController {
@@ -44,20 +31,18 @@ export class AlertController {
   @HttpCode(200)
   @UseGuards(AlertWebhookGuard)
   receive(@Body() body: unknown) {
-    return this.service.handle(parseOr400(AlertmanagerPayloadSchema, body));
+    return this.service.handle(parseFields(AlertmanagerPayloadSchema, body, 'Alertmanager payload'));
   }
 
   @Post('v1/alert-rules')
   @HttpCode(201)
   @UseGuards(ApiTokenGuard)
   async createRule(@Body() body: unknown) {
-    const rule = parseOr400(AlertRuleInputSchema, body);
+    const rule = parseFields(AlertRuleInputSchema, body, 'alert rule');
     if (!(await this.campaigns.get(rule.campaignId))) {
-      throw new BadRequestException({
-        statusCode: 400,
-        message: `no campaign ${rule.campaignId}`,
-        issues: [{ field: 'campaignId', message: 'no such campaign' }],
-      });
+      throw new FieldValidationError('alert rule', [
+        { field: 'campaignId', message: `no campaign ${rule.campaignId}` },
+      ]);
     }
     return this.alerts.createRule(rule);
   }

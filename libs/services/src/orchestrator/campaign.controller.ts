@@ -1,16 +1,5 @@
-import {
-  BadRequestException,
-  Body,
-  Controller,
-  Get,
-  HttpCode,
-  NotFoundException,
-  Param,
-  Post,
-  UseGuards,
-} from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post, UseGuards } from '@nestjs/common';
 import { CampaignRepository, RunRepository } from '@fathom/storage';
-import { CampaignValidationError } from './campaign-input';
 import { CampaignService, type StartedRun } from './campaign.service';
 import { ApiTokenGuard } from './api-token.guard';
 
@@ -27,15 +16,8 @@ export class CampaignController {
   @HttpCode(201)
   @UseGuards(ApiTokenGuard)
   async create(@Body() body: unknown): Promise<StartedRun & { links: { run: string } }> {
-    try {
-      const started = await this.service.submit(body, 'api');
-      return { ...started, links: { run: `/v1/runs/${started.runId}` } };
-    } catch (error) {
-      if (error instanceof CampaignValidationError) {
-        throw new BadRequestException({ statusCode: 400, message: error.message, issues: error.issues });
-      }
-      throw error;
-    }
+    const started = await this.service.submit(body, 'api');
+    return { ...started, links: { run: `/v1/runs/${started.runId}` } };
   }
 
   @Get(':id')

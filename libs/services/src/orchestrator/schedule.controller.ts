@@ -1,5 +1,4 @@
 import {
-  BadRequestException,
   Body,
   Controller,
   Delete,
@@ -11,6 +10,7 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { CampaignRepository } from '@fathom/storage';
+import { FieldValidationError, parseFields } from '../http/field-validation';
 import { ApiTokenGuard } from './api-token.guard';
 import { ScheduleRepository } from './schedule.repository';
 import { ScheduleInputSchema } from './schedule.util';
@@ -26,22 +26,13 @@ export class ScheduleController {
   @HttpCode(201)
   @UseGuards(ApiTokenGuard)
   async create(@Body() body: unknown) {
-    const parsed = ScheduleInputSchema.safeParse(body);
-    if (!parsed.success) {
-      throw new BadRequestException({
-        statusCode: 400,
-        message: 'invalid schedule',
-        issues: parsed.error.issues.map((i) => ({ field: i.path.join('.') || '(root)', message: i.message })),
-      });
+    const schedule = parseFields(ScheduleInputSchema, body, 'schedule');
+    if (!(await this.campaigns.get(schedule.campaignId))) {
+      throw new FieldValidationError('schedule', [
+        { field: 'campaignId', message: `no campaign ${schedule.campaignId}` },
+      ]);
     }
-    if (!(await this.campaigns.get(parsed.data.campaignId))) {
-      throw new BadRequestException({
-        statusCode: 400,
-        message: 'no such campaign',
-        issues: [{ field: 'campaignId', message: 'no such campaign' }],
-      });
-    }
-    return this.schedules.create(parsed.data);
+    return this.schedules.create(schedule);
   }
 
   @Get()

@@ -18,6 +18,7 @@ import { SemanticMonitorModule } from '../semantic-monitor/semantic-monitor.modu
 import { GpuCollectorModule } from '../gpu-collector/gpu-collector.module';
 import { AnalyzerModule } from '../analyzer/analyzer.module';
 import type { ServiceName } from './service-name';
+import { FieldValidationFilter } from '../http/field-validation';
 
 const FEATURE_MODULES: Record<ServiceName, Type> = {
   orchestrator: OrchestratorModule,
@@ -76,6 +77,7 @@ export async function createFathomApp(options: FathomAppOptions): Promise<Fathom
     logger: options.logLevels ?? ['error', 'warn', 'log'],
     abortOnError: false,
   });
+  app.useGlobalFilters(new FieldValidationFilter());
   app.enableShutdownHooks();
   const host = options.host ?? '127.0.0.1';
   await app.listen(options.port ?? 0, host);

@@ -1,16 +1,6 @@
-import {
-  BadRequestException,
-  Body,
-  Controller,
-  Get,
-  HttpCode,
-  NotFoundException,
-  Param,
-  Post,
-  UseGuards,
-} from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiTokenGuard } from '../orchestrator/api-token.guard';
-import { ShadowInputError, ShadowService } from './shadow.service';
+import { ShadowService } from './shadow.service';
 import { ShadowRepository } from './shadow.repository';
 
 @Controller('v1/shadow-campaigns')
@@ -25,19 +15,12 @@ export class ShadowController {
   @HttpCode(201)
   @UseGuards(ApiTokenGuard)
   async create(@Body() body: unknown) {
-    try {
-      const campaign = await this.service.start(body);
-      return {
-        id: campaign.id,
-        status: campaign.status,
-        links: { self: `/v1/shadow-campaigns/${campaign.id}` },
-      };
-    } catch (error) {
-      if (error instanceof ShadowInputError) {
-        throw new BadRequestException({ statusCode: 400, message: error.message, issues: error.issues });
-      }
-      throw error;
-    }
+    const campaign = await this.service.start(body);
+    return {
+      id: campaign.id,
+      status: campaign.status,
+      links: { self: `/v1/shadow-campaigns/${campaign.id}` },
+    };
   }
 
   /** The campaign, its status and, once done, the report per endpoint and intent. */

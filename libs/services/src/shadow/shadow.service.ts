@@ -13,11 +13,12 @@ import {
 import { compileRedactor, redactDeep } from './redaction.util';
 import { callChatTarget, embedTexts } from './shadow-target.client';
 import { compareShadowSamples, type ShadowSample } from './shadow-diff.util';
+import { FieldValidationError, fieldIssues, type FieldIssue } from '../http/field-validation';
 import { ShadowRepository, type StoredShadowCampaign } from './shadow.repository';
 
-export class ShadowInputError extends Error {
-  constructor(readonly issues: Array<{ field: string; message: string }>) {
-    super(`invalid shadow campaign: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`);
+export class ShadowInputError extends FieldValidationError {
+  constructor(issues: FieldIssue[]) {
+    super('shadow campaign', issues);
   }
 }
 
@@ -48,9 +49,7 @@ export class ShadowService implements OnApplicationShutdown {
   async start(input: unknown): Promise<StoredShadowCampaign> {
     const parsed = ShadowCampaignInputSchema.safeParse(input);
     if (!parsed.success) {
-      throw new ShadowInputError(
-        parsed.error.issues.map((i) => ({ field: i.path.join('.') || '(root)', message: i.message })),
-      );
+      throw new ShadowInputError(fieldIssues(parsed.error));
     }
     const config = parsed.data;
     const lines = config.source.type === 'jsonl' ? await readJsonl(config.source.path) : null;

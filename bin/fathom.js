@@ -30,6 +30,8 @@ function stale() {
 }
 
 if (stale()) {
-  execFileSync(process.execPath, [join(root, 'scripts', 'build.js')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [join(root, 'scripts', 'build.js')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 require(entry);

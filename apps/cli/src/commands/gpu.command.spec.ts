@@ -14,8 +14,12 @@ async function run(...args: string[]): Promise<{ stdout: string; stderr: string 
   registerGpuCommand(program);
   let stdout = '';
   let stderr = '';
-  const out = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  const err = jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
+  const out = jest
+    .spyOn(process.stdout, 'write')
+    .mockImplementation((chunk) => ((stdout += String(chunk)), true));
+  const err = jest
+    .spyOn(process.stderr, 'write')
+    .mockImplementation((chunk) => ((stderr += String(chunk)), true));
   try {
     await program.parseAsync(['node', 'fathom', 'gpu', 'parse', ...args]);
   } finally {
@@ -25,25 +29,51 @@ async function run(...args: string[]): Promise<{ stdout: string; stderr: string 
   return { stdout, stderr };
 }
 
-const lines = (stdout: string) => stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('gpu parse', () => {
   it('prints one JSON object per sample with exactly the six keys', async () => {
     const { stdout } = await run(join(FIXTURES, 'dcgm', 'dcgm-exporter-sample-h100-8gpu-k8s.prom'));
     const objects = lines(stdout);
     expect(objects).toHaveLength(30);
-    for (const o of objects) expect(Object.keys(o)).toEqual(['source', 'gpu', 'instance', 'metric', 'value', 'unit']);
-    expect(objects).toContainEqual({ source: 'dcgm', gpu: 'GPU-c4529c8d-69c4-b61d-e0bc-7b2460096005', instance: null, metric: 'power_w', value: 113.611, unit: 'W' });
+    for (const o of objects)
+      expect(Object.keys(o)).toEqual(['source', 'gpu', 'instance', 'metric', 'value', 'unit']);
+    expect(objects).toContainEqual({
+      source: 'dcgm',
+      gpu: 'GPU-c4529c8d-69c4-b61d-e0bc-7b2460096005',
+      instance: null,
+      metric: 'power_w',
+      value: 113.611,
+      unit: 'W',
+    });
   });
 
   it('honours --format and reads MIG instances from XML', async () => {
-    const { stdout } = await run(join(FIXTURES, 'nvidia-smi', 'telegraf__nvidia_smi__testdata__a100-sxm4-v12.xml'), '--format', 'nvidia-smi-xml');
-    expect(lines(stdout)).toContainEqual({ source: 'nvidia-smi-xml', gpu: 'GPU-513536b6-7d19-9063-b049-1e69664bb298', instance: '3', metric: 'fb_used_mib', value: 12, unit: 'MiB' });
+    const { stdout } = await run(
+      join(FIXTURES, 'nvidia-smi', 'telegraf__nvidia_smi__testdata__a100-sxm4-v12.xml'),
+      '--format',
+      'nvidia-smi-xml',
+    );
+    expect(lines(stdout)).toContainEqual({
+      source: 'nvidia-smi-xml',
+      gpu: 'GPU-513536b6-7d19-9063-b049-1e69664bb298',
+      instance: '3',
+      metric: 'fb_used_mib',
+      value: 12,
+      unit: 'MiB',
+    });
   });
 
   it('exits 2 with the reason when the file is not a supported format', async () => {
     await expect(run(join(FIXTURES, 'vllm', 'vllm-metrics-catalog.json'))).rejects.toThrow(CliExit);
-    await expect(run(join(FIXTURES, 'vllm', 'vllm-metrics-catalog.json'))).rejects.toMatchObject({ code: 2, message: expect.stringContaining('JSON') });
+    await expect(run(join(FIXTURES, 'vllm', 'vllm-metrics-catalog.json'))).rejects.toMatchObject({
+      code: 2,
+      message: expect.stringContaining('JSON'),
+    });
   });
 
   it('exits 1 for a missing file', async () => {
@@ -51,7 +81,9 @@ describe('gpu parse', () => {
   });
 
   it('rejects an unknown --format value', async () => {
-    await expect(run(join(FIXTURES, 'dcgm', 'dcgm-exporter-sample-h100-8gpu-k8s.prom'), '--format', 'csv')).rejects.toThrow();
+    await expect(
+      run(join(FIXTURES, 'dcgm', 'dcgm-exporter-sample-h100-8gpu-k8s.prom'), '--format', 'csv'),
+    ).rejects.toThrow();
   });
 
   it('says on stderr when a valid exposition has nothing it knows', async () => {
@@ -63,10 +95,30 @@ describe('gpu parse', () => {
   });
 
   it('works through the fathom binary (which compiles when stale), and fails it with a message on stderr', () => {
-    const ok = spawnSync(process.execPath, [join(ROOT, 'bin', 'fathom.js'), 'gpu', 'parse', join(FIXTURES, 'nvidia-smi', 'h100-query-gpu-full-load.csv')], { encoding: 'utf8' });
+    const ok = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, 'bin', 'fathom.js'),
+        'gpu',
+        'parse',
+        join(FIXTURES, 'nvidia-smi', 'h100-query-gpu-full-load.csv'),
+      ],
+      { encoding: 'utf8' },
+    );
     expect(ok.status).toBe(0);
-    expect(lines(ok.stdout)).toContainEqual({ source: 'nvidia-smi-csv', gpu: 'GPU-00000000-0000-0000-0000-000000000000', instance: null, metric: 'power_w', value: 631.95, unit: 'W' });
-    const bad = spawnSync(process.execPath, [join(ROOT, 'bin', 'fathom.js'), 'gpu', 'parse', join(FIXTURES, 'vllm', 'vllm-metrics-catalog.json')], { encoding: 'utf8' });
+    expect(lines(ok.stdout)).toContainEqual({
+      source: 'nvidia-smi-csv',
+      gpu: 'GPU-00000000-0000-0000-0000-000000000000',
+      instance: null,
+      metric: 'power_w',
+      value: 631.95,
+      unit: 'W',
+    });
+    const bad = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin', 'fathom.js'), 'gpu', 'parse', join(FIXTURES, 'vllm', 'vllm-metrics-catalog.json')],
+      { encoding: 'utf8' },
+    );
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/fathom: gpu parse: .*unrecognised format/);
     expect(bad.stdout).toBe('');

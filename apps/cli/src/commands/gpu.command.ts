@@ -17,9 +17,13 @@ export function registerGpuCommand(program: Command): void {
   const gpu = program.command('gpu').description('Read GPU and inference-server metrics');
   gpu
     .command('parse')
-    .description('Normalise a DCGM / Prometheus (vLLM, TGI, Triton) / nvidia-smi CSV or XML capture into JSON lines')
+    .description(
+      'Normalise a DCGM / Prometheus (vLLM, TGI, Triton) / nvidia-smi CSV or XML capture into JSON lines',
+    )
     .argument('<file>', 'captured output; - reads stdin')
-    .addOption(new Option('--format <format>', 'input format').choices(['auto', ...GPU_TEXT_FORMATS]).default('auto'))
+    .addOption(
+      new Option('--format <format>', 'input format').choices(['auto', ...GPU_TEXT_FORMATS]).default('auto'),
+    )
     .action((file: string, options: { format: GpuTextFormatOption }) => {
       const text = readInput(file);
       let parsed;
@@ -32,7 +36,9 @@ export function registerGpuCommand(program: Command): void {
         throw error;
       }
       if (parsed.samples.length === 0) {
-        process.stderr.write(`fathom gpu parse: ${file}: read as ${parsed.format}, but no GPU or inference-server metric Fathom knows\n`);
+        process.stderr.write(
+          `fathom gpu parse: ${file}: read as ${parsed.format}, but no GPU or inference-server metric Fathom knows\n`,
+        );
       }
       const lines = parsed.samples.map(({ source, gpu: gpuId, instance, metric, value, unit }) =>
         JSON.stringify({ source, gpu: gpuId, instance, metric, value, unit }),

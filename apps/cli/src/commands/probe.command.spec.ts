@@ -12,8 +12,12 @@ async function run(file: string): Promise<{ stdout: string; stderr: string }> {
   registerProbeCommand(program);
   let stdout = '';
   let stderr = '';
-  const out = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  const err = jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
+  const out = jest
+    .spyOn(process.stdout, 'write')
+    .mockImplementation((chunk) => ((stdout += String(chunk)), true));
+  const err = jest
+    .spyOn(process.stderr, 'write')
+    .mockImplementation((chunk) => ((stderr += String(chunk)), true));
   try {
     await program.parseAsync(['node', 'fathom', 'probe', 'parse-sse', file]);
   } finally {
@@ -36,7 +40,14 @@ describe('probe parse-sse', () => {
     expect(JSON.parse(stdout)).toEqual({
       content: '',
       tokens: 0,
-      toolCalls: [{ index: 0, id: 'call_c91SqDXlYFuETYv8mUHzz6pp', name: 'GetWeatherArgs', arguments: '{"city":"Edinburgh","country":"UK","units":"c"}' }],
+      toolCalls: [
+        {
+          index: 0,
+          id: 'call_c91SqDXlYFuETYv8mUHzz6pp',
+          name: 'GetWeatherArgs',
+          arguments: '{"city":"Edinburgh","country":"UK","units":"c"}',
+        },
+      ],
       finishReason: 'tool_calls',
       usage: { promptTokens: 76, completionTokens: 24, totalTokens: 100, cachedTokens: null },
     });
@@ -51,20 +62,35 @@ describe('probe parse-sse', () => {
     const path = tempFile('data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {"choices":[\n\n');
     const failure = run(path);
     await expect(failure).rejects.toBeInstanceOf(CliExit);
-    await expect(failure).rejects.toMatchObject({ code: 2, message: expect.stringContaining('malformed-json') });
+    await expect(failure).rejects.toMatchObject({
+      code: 2,
+      message: expect.stringContaining('malformed-json'),
+    });
   });
 
   it('exits 2 with api-error on a streamed error object', async () => {
     const path = tempFile('data: {"error":{"message":"overloaded","type":"server_error"}}\n\n');
-    await expect(run(path)).rejects.toMatchObject({ code: 2, message: expect.stringContaining('api-error: overloaded') });
+    await expect(run(path)).rejects.toMatchObject({
+      code: 2,
+      message: expect.stringContaining('api-error: overloaded'),
+    });
   });
 
   it('exits 1 when the file cannot be read', async () => {
-    await expect(run('/nonexistent/body.sse')).rejects.toMatchObject({ code: 1, message: expect.stringContaining('unreadable') });
+    await expect(run('/nonexistent/body.sse')).rejects.toMatchObject({
+      code: 1,
+      message: expect.stringContaining('unreadable'),
+    });
   });
 
   it('classifies non-UTF-8 bytes and an empty body on stderr and still prints a result', async () => {
-    const broken = tempFile(Uint8Array.from([...Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"a'), 0xff, ...Buffer.from('"}}]}\n\n')]));
+    const broken = tempFile(
+      Uint8Array.from([
+        ...Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"a'),
+        0xff,
+        ...Buffer.from('"}}]}\n\n'),
+      ]),
+    );
     const first = await run(broken);
     expect(first.stderr).toContain('non-utf8');
     expect(first.stderr).toContain('truncated');
@@ -72,6 +98,12 @@ describe('probe parse-sse', () => {
 
     const empty = await run(tempFile(''));
     expect(empty.stderr).toContain('empty');
-    expect(JSON.parse(empty.stdout)).toEqual({ content: '', tokens: 0, toolCalls: [], finishReason: null, usage: null });
+    expect(JSON.parse(empty.stdout)).toEqual({
+      content: '',
+      tokens: 0,
+      toolCalls: [],
+      finishReason: null,
+      usage: null,
+    });
   });
 });

@@ -43,7 +43,12 @@ export function registerProbeCommand(program: Command): void {
       const output = {
         content: parsed.content,
         tokens: parsed.tokens,
-        toolCalls: parsed.toolCalls.map(({ index, id, name, arguments: args }) => ({ index, id, name, arguments: args })),
+        toolCalls: parsed.toolCalls.map(({ index, id, name, arguments: args }) => ({
+          index,
+          id,
+          name,
+          arguments: args,
+        })),
         finishReason: parsed.finishReason,
         usage: parsed.usage,
       };

@@ -14,13 +14,17 @@ export function registerSimCommand(program: Command): void {
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .action(async (options: { config?: string; port: string; host: string }) => {
       const port = Number(options.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliExit(2, `fathom sim: invalid --port '${options.port}'`);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new CliExit(2, `fathom sim: invalid --port '${options.port}'`);
       let config: unknown = {};
       if (options.config) {
         try {
           config = parseYaml(readFileSync(options.config, 'utf8')) ?? {};
         } catch (error) {
-          throw new CliExit(2, `fathom sim: cannot read ${options.config}: ${error instanceof Error ? error.message : String(error)}`);
+          throw new CliExit(
+            2,
+            `fathom sim: cannot read ${options.config}: ${error instanceof Error ? error.message : String(error)}`,
+          );
         }
       }
       let sim;

@@ -113,6 +113,8 @@ export class ChatStreamAssembler {
   private responseCompleted = false;
   private events = 0;
   private tokens = 0;
+  /** Lowest choice index in `choices` (kept so each chunk does not walk the map). */
+  private lowestSeen = Infinity;
 
   constructor(options: ChatStreamAssemblerOptions = {}) {
     this.keepLogprobs = options.keepLogprobs ?? true;
@@ -121,12 +123,15 @@ export class ChatStreamAssembler {
   accept(data: string): StreamStep {
     this.events++;
     if (this.done) return { done: true, contentDelta: '', tokens: 0 };
-    const trimmed = data.trim();
-    if (trimmed === '[DONE]') {
-      this.done = true;
-      return { done: true, contentDelta: '', tokens: 0 };
+    // A payload opening with `{` is neither `[DONE]` nor blank: no trim (the usual chunk).
+    if (data.charCodeAt(0) !== 123) {
+      const trimmed = data.trim();
+      if (trimmed === '[DONE]') {
+        this.done = true;
+        return { done: true, contentDelta: '', tokens: 0 };
+      }
+      if (trimmed.length === 0) return { done: false, contentDelta: '', tokens: 0 };
     }
-    if (trimmed.length === 0) return { done: false, contentDelta: '', tokens: 0 };
     const chunk = this.parseJson(data);
     if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
       throw this.fail('unexpected-shape', 'payload is not a JSON object', data);
@@ -206,8 +211,7 @@ export class ChatStreamAssembler {
 
   /** Content of the choice that `result()` reports: the lowest index seen so far or now. */
   private lowestIndex(choices: unknown[]): number {
-    let lowest = Infinity;
-    for (const index of this.choices.keys()) lowest = Math.min(lowest, index);
+    let lowest = this.lowestSeen;
     for (let i = 0; i < choices.length; i++) {
       const c = choices[i] as Json | null;
       const index = c !== null && typeof c === 'object' && typeof c['index'] === 'number' ? c['index'] : i;
@@ -560,6 +564,7 @@ export class ChatStreamAssembler {
         logprobs: [],
       };
       this.choices.set(index, state);
+      if (index < this.lowestSeen) this.lowestSeen = index;
     }
     return state;
   }

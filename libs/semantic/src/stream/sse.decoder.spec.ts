@@ -116,4 +116,44 @@ describe(SseDecoder.name, () => {
       { numRuns: 500 },
     );
   });
+  it('decodes bytes as one streaming TextDecoder would, however they are split (property)', () => {
+    // Covers the native fast path for complete valid UTF-8 chunks against the decoder it skips:
+    // BOMs at the start, multi-byte characters cut anywhere, invalid bytes.
+    const piece = fc.constantFrom(
+      [0xef, 0xbb, 0xbf],
+      [...Buffer.from('data: ')],
+      [...Buffer.from('é€😀', 'utf8')],
+      [0x0a],
+      [0x0a, 0x0a],
+      [0x61],
+      [0xff],
+      [0xe2, 0x82],
+      [0xc3],
+    );
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 20 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (pieces, cuts) => {
+          const bytes = Uint8Array.from(pieces.flat());
+          const points = [...new Set(cuts.map((c) => (bytes.length === 0 ? 0 : c % bytes.length)))].sort(
+            (a, b) => a - b,
+          );
+          const sut = new SseDecoder();
+          const out: string[] = [];
+          let previous = 0;
+          for (const p of [...points, bytes.length]) {
+            out.push(...sut.pushBytes(bytes.subarray(previous, p)));
+            previous = p;
+          }
+          out.push(...sut.end());
+          const text = new TextDecoder('utf-8').decode(bytes);
+          expect(out).toEqual(decodeAll([text]));
+          const replaced = [...text].filter((ch) => ch === '\ufffd').length;
+          expect(sut.invalidUtf8Sequences).toBe(replaced);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
 });

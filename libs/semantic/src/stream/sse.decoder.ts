@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+
 /**
  * Incremental decoder for `text/event-stream` (WHATWG HTML "server-sent events", section 9.2.6).
  *
@@ -21,8 +23,13 @@ export class SseDecoder {
   private started = false;
   private lastEventType = '';
   private lastEventId = '';
-  private readonly utf8 = new TextDecoder('utf-8', { fatal: false });
+  /**
+   * Streaming UTF-8 decoder, made only when a chunk is not complete valid UTF-8 (a sequence split
+   * across chunks, or invalid bytes); kept from then on so its carried bytes stay in order.
+   */
+  private utf8: InstanceType<typeof TextDecoder> | null = null;
   private invalidUtf8 = 0;
+  private sawBytes = false;
 
   /** `event:` field of the last dispatched event ('' when none). */
   get eventType(): string {
@@ -44,6 +51,17 @@ export class SseDecoder {
    * invalid bytes become U+FFFD (counted in `invalidUtf8Sequences`) instead of throwing.
    */
   pushBytes(bytes: Uint8Array): string[] {
+    // Fast path (nearly every network chunk): complete, valid UTF-8 decodes in one native pass
+    // with nothing carried and nothing replaced.
+    // The first bytes go to TextDecoder when they open with a BOM (it drops one, as before).
+    if (bytes.length === 0) return [];
+    if (this.utf8 === null && (this.sawBytes || bytes[0] !== 0xef) && isUtf8(bytes)) {
+      this.sawBytes = true;
+      return this.push(utf8Text(bytes));
+    }
+    // Made mid-stream, it must not take the next EF BB BF for an opening BOM.
+    this.utf8 ??= new TextDecoder('utf-8', { fatal: false, ignoreBOM: this.sawBytes });
+    this.sawBytes = true;
     const text = this.utf8.decode(bytes, { stream: true });
     this.countReplacements(bytes, text);
     return this.push(text);
@@ -97,7 +115,7 @@ export class SseDecoder {
   /** Flushes: the last line without a terminator, then the event it belongs to. */
   end(): string[] {
     const out: string[] = [];
-    const tail = this.utf8.decode();
+    const tail = this.utf8 === null ? '' : this.utf8.decode();
     if (tail.length > 0) {
       this.invalidUtf8 += countChar(tail, 0xfffd);
       out.push(...this.push(tail));
@@ -149,6 +167,7 @@ export class SseDecoder {
 
   private countReplacements(bytes: Uint8Array, text: string): void {
     // A genuine U+FFFD in the input is EF BF BD; count only replacements the decoder made.
+    if (text.indexOf('\ufffd') === -1) return;
     const decoded = countChar(text, 0xfffd);
     if (decoded === 0) return;
     let genuine = 0;
@@ -157,6 +176,12 @@ export class SseDecoder {
     }
     this.invalidUtf8 += Math.max(0, decoded - genuine);
   }
+}
+
+function utf8Text(bytes: Uint8Array): string {
+  return (
+    Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  ).toString('utf8');
 }
 
 function countChar(text: string, code: number): number {

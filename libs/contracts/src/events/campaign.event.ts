@@ -252,8 +252,40 @@ export const RagScenarioSchema = z
     /** retrieve: top-k (spec: top-100 ANN query). */
     k: z.number().int().positive().max(1000).default(100),
     path: z.string().startsWith('/').optional(),
+    /**
+     * index/retrieve through `@qdrant/js-client-rest` (a Qdrant node, or the simulated target's
+     * Qdrant-compatible routes) instead of the `/rag/*` HTTP shape. Texts become vectors on the
+     * client (a seeded hash embedding of the collection's size): the layer under test is the store,
+     * not an embedding model.
+     */
+    qdrant: z
+      .object({
+        /** Qdrant's REST address, e.g. http://127.0.0.1:6333; absent: the target's origin. */
+        url: z.string().url().optional(),
+        apiKey: z.string().optional(),
+        collection: z.string().min(1).default('fathom'),
+        /** Created before the load starts when it does not exist (Qdrant: one dense vector). */
+        create: z
+          .object({
+            size: z.number().int().positive().max(65536),
+            distance: z.enum(['Cosine', 'Dot']).default('Cosine'),
+          })
+          .strict()
+          .optional(),
+        /** retrieve: `query` (POST points/query) or the older `search` (POST points/search). */
+        api: z.enum(['query', 'search']).default('query'),
+        /** index: wait for the upsert to be applied (Qdrant's `wait`), so latency includes it. */
+        wait: z.boolean().default(true),
+        withPayload: z.boolean().default(false),
+      })
+      .strict()
+      .optional(),
   })
-  .strict();
+  .strict()
+  .refine((s) => s.qdrant === undefined || s.layer !== 'rerank', {
+    message: 'Qdrant has no rerank layer: qdrant applies to index and retrieve',
+    path: ['qdrant'],
+  });
 export type RagScenario = z.infer<typeof RagScenarioSchema>;
 
 export const ScenarioSchema = z.discriminatedUnion('type', [

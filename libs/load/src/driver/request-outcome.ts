@@ -45,6 +45,11 @@ export interface DriverOutcome {
 }
 
 export interface RequestDriver {
+  /**
+   * Work done once before the first request (e.g. creating a vector collection), outside every
+   * request's timing; a failure fails the shard before any load is sent.
+   */
+  prepare?(): Promise<void>;
   execute(request: DriverRequest): Promise<DriverOutcome>;
   close(): Promise<void>;
 }

@@ -5,6 +5,7 @@ import { HttpDagDriver } from '../driver/http-dag.driver';
 import { OpenAiChatDriver, type DriverOptions } from '../driver/openai-chat.driver';
 import { ToolChainDriver } from '../driver/tool-chain.driver';
 import { RagLayerDriver } from '../driver/rag-layer.driver';
+import { QdrantLayerDriver } from '../driver/qdrant-layer.driver';
 import type { RequestDriver } from '../driver/request-outcome';
 
 /** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
@@ -27,6 +28,8 @@ export function createDriver(spec: CampaignSpec, options: DriverOptions, source:
     case 'tool-chain':
       return new ToolChainDriver(scenario, spec.target, options);
     case 'rag':
+      if (scenario.qdrant)
+        return new QdrantLayerDriver({ ...scenario, qdrant: scenario.qdrant }, spec.target, { ...options, requestTimeoutMs: spec.load.requestTimeoutMs }, source);
       return new RagLayerDriver(scenario, spec.target, options, source);
   }
 }

@@ -159,6 +159,8 @@ class ShardEngine {
       { connections: maxInFlight, contentCapChars: this.contentCapChars },
       this.source,
     );
+    // Set-up outside every request's timing (e.g. a vector collection); a failure fails the shard.
+    await this.driver.prepare?.();
 
     const onAbort = () => this.stop(true);
     if (signal.aborted) this.stop(true);

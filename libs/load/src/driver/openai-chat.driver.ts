@@ -1,6 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
 import { countTokens } from 'gpt-tokenizer';
-import type { ChatScenario } from '@fathom/contracts';
+import type { ChatScenario, ErrorClass } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
 import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
@@ -42,11 +42,19 @@ export class OpenAiChatDriver implements RequestDriver {
     target: HttpTarget,
     private readonly options: DriverOptions,
   ) {
-    const { origin, path } = targetPath(target.baseUrl, scenario.endpoint === 'chat' ? '/chat/completions' : '/completions');
+    const { origin, path } = targetPath(
+      target.baseUrl,
+      scenario.endpoint === 'chat' ? '/chat/completions' : '/completions',
+    );
     this.origin = origin;
     this.path = path;
     // Our own timer (requestTimeoutMs) bounds each request; undici's timers are switched off.
-    this.pool = new Pool(origin, { connections: options.connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
+    this.pool = new Pool(origin, {
+      connections: options.connections,
+      pipelining: 1,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
     this.staticHeaders = [
       'content-type',
       'application/json',
@@ -81,19 +89,19 @@ export class OpenAiChatDriver implements RequestDriver {
         messages: request.item.messages,
         ...(s.logprobs ? { logprobs: true, top_logprobs: s.topLogprobs ?? 0 } : {}),
       });
-    return JSON.stringify({ ...common, prompt: request.item.text, ...(s.logprobs ? { logprobs: s.topLogprobs ?? 1 } : {}) });
+    return JSON.stringify({
+      ...common,
+      prompt: request.item.text,
+      ...(s.logprobs ? { logprobs: s.topLogprobs ?? 1 } : {}),
+    });
   }
 
   /**
    * One request through undici's dispatch API (no stream objects, promises or AbortSignal per
-   * request: the hot path of a load generator). Resolves exactly once, never rejects.
+   * request: the hot path of a load generator). The handler is one `ChatCall` object whose
+   * methods undici calls (no closures per request). Resolves exactly once, never rejects.
    */
   execute(request: DriverRequest): Promise<DriverOutcome> {
-    const { cancel } = request;
-    // Offsets run from the moment the request was on the socket (onRequestSent); until then from
-    // the engine's start, so a request that never got sent still has a duration.
-    let startMono = request.startMono;
-    const inputTokensClient = request.item.inputTokensClient;
     if (!request.gate(this.path))
       return Promise.resolve({
         status: 0,
@@ -101,49 +109,17 @@ export class OpenAiChatDriver implements RequestDriver {
         ttftMs: null,
         chunkOffsetsMs: [],
         errorClass: null,
-        inputTokensClient,
+        inputTokensClient: request.item.inputTokensClient,
         outputTokensClient: 0,
         usage: null,
         content: '',
         finishReason: null,
         gated: true,
       });
-    const streaming = this.scenario.stream;
-    const chunkOffsetsMs: number[] = [];
-    const decoder = streaming ? new SseDecoder() : null;
-    const assembler = new ChatStreamAssembler({ keepLogprobs: this.scenario.logprobs });
-    let status = 0;
-    let headersReceived = false;
-    let httpClass: ReturnType<typeof httpErrorClass> = null;
-    let serverRequestId: string | undefined;
-    let raw = '';
-    let settled = false;
-    let abortDispatch: ((reason: Error) => void) | null = null;
-
     return new Promise<DriverOutcome>((resolve) => {
-      const settle = (outcome: DriverOutcome) => {
-        if (settled) return;
-        settled = true;
-        if (serverRequestId !== undefined) outcome.serverRequestId = serverRequestId;
-        outcome.sendDelayMs = startMono - request.startMono;
-        resolve(outcome);
-      };
-      const fail = (error: unknown, errorClass = classifyError(error, cancel, headersReceived)) => {
-        settle({
-          ...this.fromParsed(safeResult(assembler), inputTokensClient),
-          status,
-          e2eMs: performance.now() - startMono,
-          ttftMs: chunkOffsetsMs[0] ?? null,
-          chunkOffsetsMs,
-          errorClass,
-          errorMessage: errorText(error),
-        });
-      };
-      cancel.onAbort((reason) => {
-        if (abortDispatch) abortDispatch(reason);
-        else fail(reason);
-      });
-      if (settled) return;
+      const call = new ChatCall(this, request, resolve);
+      request.cancel.onAbort((reason) => call.cancel(reason));
+      if (call.settled) return;
       this.pool.dispatch(
         {
           origin: this.origin,
@@ -152,106 +128,55 @@ export class OpenAiChatDriver implements RequestDriver {
           headers: withHeaders(this.staticHeaders, request.headers),
           body: this.body(request),
         },
-        {
-          onConnect: (abort: (reason?: Error) => void) => {
-            abortDispatch = abort;
-            if (cancel.reason) abort(cancel.reason);
-          },
-          onRequestSent: () => {
-            startMono = performance.now();
-          },
-          onHeaders: (statusCode: number, rawHeaders: Buffer[]) => {
-            status = statusCode;
-            headersReceived = true;
-            httpClass = httpErrorClass(statusCode);
-            serverRequestId = requestIdFromRaw(rawHeaders);
-            return true;
-          },
-          onData: (chunk: Buffer) => {
-            if (settled) return true;
-            const at = performance.now() - startMono;
-            if (httpClass !== null || decoder === null) {
-              if (httpClass === null || raw.length < ERROR_BODY_CAP) raw += chunk.toString('utf8');
-              return true;
-            }
-            try {
-              for (const payload of decoder.pushBytes(chunk)) {
-                if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(at);
-              }
-            } catch (error) {
-              fail(error);
-              abortDispatch?.(error as Error);
-            }
-            return true;
-          },
-          onComplete: () => {
-            if (settled) return;
-            const end = performance.now() - startMono;
-            if (httpClass !== null) {
-              settle({
-                status,
-                e2eMs: end,
-                ttftMs: null,
-                chunkOffsetsMs,
-                errorClass: httpClass,
-                errorMessage: `HTTP ${status}: ${raw.slice(0, ERROR_BODY_CAP)}`,
-                inputTokensClient,
-                outputTokensClient: 0,
-                usage: null,
-                content: '',
-                finishReason: null,
-              });
-              return;
-            }
-            try {
-              if (decoder !== null) {
-                for (const payload of decoder.end()) {
-                  if (assembler.accept(payload).contentDelta !== '') chunkOffsetsMs.push(end);
-                }
-              } else {
-                assembler.accept(raw);
-              }
-            } catch (error) {
-              fail(error);
-              return;
-            }
-            const parsed = assembler.result();
-            const truncated = streaming && (parsed.termination === 'truncated' || parsed.termination === 'empty');
-            settle({
-              ...this.fromParsed(parsed, inputTokensClient),
-              status,
-              e2eMs: end,
-              ttftMs: streaming ? (chunkOffsetsMs[0] ?? null) : null,
-              chunkOffsetsMs,
-              errorClass: truncated ? 'stream-truncated' : null,
-              ...(truncated ? { errorMessage: `stream ended without [DONE] or finish_reason (${parsed.termination})` } : {}),
-            });
-          },
-          onError: (error: Error) => fail(error),
-        } as unknown as Dispatcher.DispatchHandler,
+        call as unknown as Dispatcher.DispatchHandler,
       );
     });
   }
 
-  private fromParsed(
+  /**
+   * An outcome from the assembled response (null: nothing usable), in one literal of one shape
+   * (no object spreads on the hot path). The client-side token count is taken here, once per
+   * response, never per chunk.
+   */
+  outcomeOf(
     parsed: ParsedChatStream | null,
     inputTokensClient: number,
-  ): Pick<DriverOutcome, 'inputTokensClient' | 'outputTokensClient' | 'usage' | 'content' | 'finishReason' | 'logprobs'> {
-    if (parsed === null) return { inputTokensClient, outputTokensClient: 0, usage: null, content: '', finishReason: null };
-    return {
+    status: number,
+    e2eMs: number,
+    ttftMs: number | null,
+    chunkOffsetsMs: number[],
+    errorClass: ErrorClass | null,
+  ): DriverOutcome {
+    const usage = parsed?.usage;
+    const outcome: DriverOutcome = {
+      status,
+      sendDelayMs: 0,
+      e2eMs,
+      ttftMs,
+      chunkOffsetsMs,
+      errorClass,
       inputTokensClient,
-      outputTokensClient: parsed.content === '' ? 0 : countTokens(parsed.content),
-      usage: parsed.usage
+      outputTokensClient: parsed == null || parsed.content === '' ? 0 : countTokens(parsed.content),
+      usage: usage
         ? {
-            promptTokens: parsed.usage.promptTokens,
-            completionTokens: parsed.usage.completionTokens,
-            cachedTokens: parsed.usage.cachedTokens,
+            promptTokens: usage.promptTokens,
+            completionTokens: usage.completionTokens,
+            cachedTokens: usage.cachedTokens,
           }
         : null,
-      content: parsed.content.slice(0, this.options.contentCapChars),
-      finishReason: parsed.finishReason,
-      ...(this.scenario.logprobs ? { logprobs: parsed.logprobs } : {}),
+      content: parsed == null ? '' : parsed.content.slice(0, this.options.contentCapChars),
+      finishReason: parsed == null ? null : parsed.finishReason,
     };
+    if (parsed != null && this.scenario.logprobs) outcome.logprobs = parsed.logprobs;
+    return outcome;
+  }
+
+  get streaming(): boolean {
+    return this.scenario.stream;
+  }
+
+  get keepLogprobs(): boolean {
+    return this.scenario.logprobs;
   }
 
   close(): Promise<void> {
@@ -261,6 +186,168 @@ export class OpenAiChatDriver implements RequestDriver {
   /** For the engine's log line and the breaker gate. */
   get target(): string {
     return `${this.origin}${this.path}`;
+  }
+}
+
+/**
+ * One chat request in flight: undici's dispatch handler (undici calls these methods on the
+ * object) and the state its outcome is built from. Offsets run from the moment the request was
+ * on the socket (onRequestSent); until then from the engine's start, so a request that never got
+ * sent still has a duration.
+ */
+class ChatCall {
+  settled = false;
+  private startMono: number;
+  private readonly chunkOffsetsMs: number[] = [];
+  private readonly decoder: SseDecoder | null;
+  private readonly assembler: ChatStreamAssembler;
+  private status = 0;
+  private headersReceived = false;
+  private httpClass: ReturnType<typeof httpErrorClass> = null;
+  private serverRequestId: string | undefined = undefined;
+  /** Non-streamed body (or error body, up to ERROR_BODY_CAP bytes), decoded once at the end. */
+  private readonly parts: Buffer[] = [];
+  private partBytes = 0;
+  private abortDispatch: ((reason: Error) => void) | null = null;
+
+  constructor(
+    private readonly driver: OpenAiChatDriver,
+    private readonly request: DriverRequest,
+    private readonly resolve: (outcome: DriverOutcome) => void,
+  ) {
+    this.startMono = request.startMono;
+    this.decoder = driver.streaming ? new SseDecoder() : null;
+    this.assembler = new ChatStreamAssembler({ keepLogprobs: driver.keepLogprobs });
+  }
+
+  cancel(reason: Error): void {
+    if (this.abortDispatch) this.abortDispatch(reason);
+    else this.fail(reason);
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    this.abortDispatch = abort;
+    const reason = this.request.cancel.reason;
+    if (reason) abort(reason);
+  }
+
+  onRequestSent(): void {
+    this.startMono = performance.now();
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    this.status = statusCode;
+    this.headersReceived = true;
+    this.httpClass = httpErrorClass(statusCode);
+    this.serverRequestId = requestIdFromRaw(rawHeaders);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return true;
+    const at = performance.now() - this.startMono;
+    if (this.httpClass !== null || this.decoder === null) {
+      if (this.httpClass === null || this.partBytes < ERROR_BODY_CAP) {
+        this.parts.push(chunk);
+        this.partBytes += chunk.length;
+      }
+      return true;
+    }
+    try {
+      const payloads = this.decoder.pushBytes(chunk);
+      for (let i = 0; i < payloads.length; i++) {
+        if (this.assembler.accept(payloads[i]).contentDelta !== '') this.chunkOffsetsMs.push(at);
+      }
+    } catch (error) {
+      this.fail(error);
+      this.abortDispatch?.(error as Error);
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.settled) return;
+    const end = performance.now() - this.startMono;
+    const { chunkOffsetsMs, assembler, decoder } = this;
+    const inputTokensClient = this.request.item.inputTokensClient;
+    if (this.httpClass !== null) {
+      this.settle({
+        status: this.status,
+        sendDelayMs: 0,
+        e2eMs: end,
+        ttftMs: null,
+        chunkOffsetsMs,
+        errorClass: this.httpClass,
+        errorMessage: `HTTP ${this.status}: ${this.bodyText().slice(0, ERROR_BODY_CAP)}`,
+        inputTokensClient,
+        outputTokensClient: 0,
+        usage: null,
+        content: '',
+        finishReason: null,
+      });
+      return;
+    }
+    try {
+      if (decoder !== null) {
+        const payloads = decoder.end();
+        for (let i = 0; i < payloads.length; i++) {
+          if (assembler.accept(payloads[i]).contentDelta !== '') chunkOffsetsMs.push(end);
+        }
+      } else {
+        assembler.accept(this.bodyText());
+      }
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    const parsed = assembler.result();
+    const streaming = decoder !== null;
+    const truncated = streaming && (parsed.termination === 'truncated' || parsed.termination === 'empty');
+    const outcome = this.driver.outcomeOf(
+      parsed,
+      inputTokensClient,
+      this.status,
+      end,
+      streaming ? (chunkOffsetsMs[0] ?? null) : null,
+      chunkOffsetsMs,
+      truncated ? 'stream-truncated' : null,
+    );
+    if (truncated)
+      outcome.errorMessage = `stream ended without [DONE] or finish_reason (${parsed.termination})`;
+    this.settle(outcome);
+  }
+
+  onError(error: Error): void {
+    this.fail(error);
+  }
+
+  private bodyText(): string {
+    const parts = this.parts;
+    if (parts.length === 0) return '';
+    return (parts.length === 1 ? parts[0] : Buffer.concat(parts)).toString('utf8');
+  }
+
+  private fail(error: unknown): void {
+    const { cancel, item } = this.request;
+    const outcome = this.driver.outcomeOf(
+      safeResult(this.assembler),
+      item.inputTokensClient,
+      this.status,
+      performance.now() - this.startMono,
+      this.chunkOffsetsMs[0] ?? null,
+      this.chunkOffsetsMs,
+      classifyError(error, cancel, this.headersReceived),
+    );
+    outcome.errorMessage = errorText(error);
+    this.settle(outcome);
+  }
+
+  private settle(outcome: DriverOutcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.serverRequestId !== undefined) outcome.serverRequestId = this.serverRequestId;
+    outcome.sendDelayMs = this.startMono - this.request.startMono;
+    this.resolve(outcome);
   }
 }
 

@@ -14,7 +14,7 @@ import {
 } from '../driver/request-outcome';
 import { errorText } from '../driver/error-class.util';
 import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
-import { WindowRecorder } from '../measure/window.recorder';
+import { WindowRecorder, type RequestSample } from '../measure/window.recorder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
 import {
   constantRateSchedule,
@@ -103,7 +103,24 @@ class ShardEngine {
   private readonly shard: { index: number; count: number };
   private readonly recorder: WindowRecorder;
   private readonly sleeper = new Sleeper();
-  private readonly cancels = new Set<RequestCancel>();
+  /**
+   * In-flight requests in start order. Every request has the same timeout, so this is also
+   * deadline order: one timer, armed for the oldest deadline, serves them all (no timer per
+   * request).
+   */
+  private readonly cancels = new Set<TimedCancel>();
+  private timeoutTimer: ReturnType<typeof setTimeout> | null = null;
+  private readonly shardHex: string;
+  /** Reused for every `recorder.observe` (it reads the sample synchronously, never keeps it). */
+  private readonly sample: RequestSample = {
+    e2eMs: 0,
+    correctedE2eMs: 0,
+    ttftMs: null,
+    chunkOffsetsMs: [],
+    errorClass: null,
+    inputTokens: 0,
+    outputTokens: 0,
+  };
   private readonly sampling: SeededRandom;
   private readonly gate: (path: string) => boolean;
   private readonly windowMs: number;
@@ -142,6 +159,7 @@ class ShardEngine {
     this.sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
     this.gate = options.gate ?? (() => true);
     this.contentCapChars = options.contentCapChars ?? 2048;
+    this.shardHex = (this.shard.index & 0xffff).toString(16).padStart(4, '0');
   }
 
   private epochAt(mono: number): number {
@@ -217,6 +235,8 @@ class ShardEngine {
       await this.drained();
     } finally {
       clearInterval(ticker);
+      if (this.timeoutTimer !== null) clearTimeout(this.timeoutTimer);
+      this.timeoutTimer = null;
       signal.removeEventListener('abort', onAbort);
       this.emitWindow(windowStartMono, Math.max(1, Math.round(performance.now() - windowStartMono)));
       await this.driver.close().catch(() => undefined);
@@ -243,6 +263,29 @@ class ShardEngine {
     if (aborted) for (const cancel of this.cancels) cancel.abort(new RunAborted());
   }
 
+  /** Arms the one timeout timer for the oldest in-flight request that has not expired yet. */
+  private armTimeout(): void {
+    if (this.timeoutTimer !== null) return;
+    const now = performance.now();
+    for (const cancel of this.cancels) {
+      if (cancel.deadlineMono <= now) continue; // expired, aborted, about to leave the set
+      this.timeoutTimer = setTimeout(() => this.expire(), Math.max(1, Math.ceil(cancel.deadlineMono - now)));
+      return;
+    }
+  }
+
+  /** Aborts every request past its deadline (class `timeout`), then re-arms for the next one. */
+  private expire(): void {
+    this.timeoutTimer = null;
+    const now = performance.now();
+    const timeoutMs = this.spec.load.requestTimeoutMs;
+    for (const cancel of this.cancels) {
+      if (cancel.deadlineMono > now) break;
+      cancel.abort(new RequestTimeout(timeoutMs));
+    }
+    this.armTimeout();
+  }
+
   private drained(): Promise<void> {
     if (this.inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => (this.drainWaiter = resolve));
@@ -263,14 +306,12 @@ class ShardEngine {
         : this.source!.next(this.inputScale);
     const seq = ++this.seq;
     const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
-    const cancel = new RequestCancel();
-    const timeoutMs = this.spec.load.requestTimeoutMs;
-    const timer = setTimeout(() => cancel.abort(new RequestTimeout(timeoutMs)), timeoutMs);
-    this.cancels.add(cancel);
-    this.inFlight++;
-    const spanId =
-      (this.shard.index & 0xffff).toString(16).padStart(4, '0') + seq.toString(16).padStart(12, '0');
     const startMono = performance.now();
+    const cancel = new TimedCancel(startMono + this.spec.load.requestTimeoutMs);
+    this.cancels.add(cancel);
+    this.armTimeout();
+    this.inFlight++;
+    const spanId = this.shardHex + seq.toString(16).padStart(12, '0');
     let outcome: DriverOutcome;
     try {
       outcome = await this.driver.execute({
@@ -301,7 +342,6 @@ class ShardEngine {
         finishReason: null,
       };
     }
-    clearTimeout(timer);
     this.cancels.delete(cancel);
     this.inFlight--;
     this.account(outcome, requestId, intendedMono, startMono, item);
@@ -341,15 +381,15 @@ class ShardEngine {
     const sentMono = startMono + (outcome.sendDelayMs ?? 0);
     const correctedE2eMs = sentMono + outcome.e2eMs - intendedMono;
     const usage = outcome.usage;
-    this.recorder.observe({
-      e2eMs: outcome.e2eMs,
-      correctedE2eMs,
-      ttftMs: outcome.ttftMs,
-      chunkOffsetsMs: outcome.chunkOffsetsMs,
-      errorClass: outcome.errorClass,
-      inputTokens: usage?.promptTokens ?? outcome.inputTokensClient,
-      outputTokens: usage?.completionTokens ?? outcome.outputTokensClient,
-    });
+    const sample = this.sample;
+    sample.e2eMs = outcome.e2eMs;
+    sample.correctedE2eMs = correctedE2eMs;
+    sample.ttftMs = outcome.ttftMs;
+    sample.chunkOffsetsMs = outcome.chunkOffsetsMs;
+    sample.errorClass = outcome.errorClass;
+    sample.inputTokens = usage?.promptTokens ?? outcome.inputTokensClient;
+    sample.outputTokens = usage?.completionTokens ?? outcome.outputTokensClient;
+    this.recorder.observe(sample);
     if (this.intervalHistogram && outcome.errorClass === null) {
       const metric =
         this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
@@ -369,7 +409,6 @@ class ShardEngine {
         chunkOffsetsMs: outcome.chunkOffsetsMs,
         status: outcome.status,
         errorClass: outcome.errorClass,
-        ...(outcome.errorMessage === undefined ? {} : { errorMessage: outcome.errorMessage.slice(0, 1000) }),
         inputTokensClient: outcome.inputTokensClient,
         outputTokensClient: outcome.outputTokensClient,
         usage,
@@ -377,8 +416,10 @@ class ShardEngine {
         // The semantic-monitor judges prompt explosion (nesting depth, token surge) from this.
         prompt: item.text.slice(0, this.contentCapChars),
         finishReason: outcome.finishReason,
-        ...(outcome.logprobs === undefined ? {} : { logprobs: outcome.logprobs }),
       };
+      // Optional fields set only when present (no object spreads on the hot path).
+      if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);
+      if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
       try {
         this.options.sink.record(record);
       } catch {
@@ -543,6 +584,13 @@ class ShardEngine {
     await Promise.all(alive.values());
     this.intervalHistogram = null;
     return trace;
+  }
+}
+
+/** A request's cancellation with its deadline (performance.now() ms) for the shared timeout timer. */
+class TimedCancel extends RequestCancel {
+  constructor(readonly deadlineMono: number) {
+    super();
   }
 }
 

@@ -288,8 +288,29 @@ export const RagScenarioSchema = z
   });
 export type RagScenario = z.infer<typeof RagScenarioSchema>;
 
+/**
+ * A multi-agent workflow (the simulated target's `POST /agents/run` shape, streamed as NDJSON):
+ * one iteration is one whole run of `agents` agents for up to `steps` steps. Per-step latency is
+ * the arrival of each step (the record's chunk offsets; TTFT is the time to the first step), and
+ * the target's outcome (completed / incomplete / oscillating / deadlock) is the record's
+ * finishReason and the `workflow.*` assertions; anything but completed is an `other` error.
+ */
+export const AgentsScenarioSchema = z
+  .object({
+    type: z.literal('agents'),
+    /** Appended to the target's origin. */
+    path: z.string().startsWith('/').default('/agents/run'),
+    agents: z.number().int().min(2).max(64).default(3),
+    steps: z.number().int().min(1).max(1000).default(12),
+    /** When set: the `workflow.step-latency` assertion (every gap between steps below this). */
+    stepBudgetMs: z.number().positive().optional(),
+  })
+  .strict();
+export type AgentsScenario = z.infer<typeof AgentsScenarioSchema>;
+
 export const ScenarioSchema = z.discriminatedUnion('type', [
   RagScenarioSchema,
+  AgentsScenarioSchema,
   ChatScenarioSchema,
   EmbeddingsScenarioSchema,
   HttpScenarioSchema,

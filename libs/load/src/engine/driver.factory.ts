@@ -6,11 +6,12 @@ import { OpenAiChatDriver, type DriverOptions } from '../driver/openai-chat.driv
 import { ToolChainDriver } from '../driver/tool-chain.driver';
 import { RagLayerDriver } from '../driver/rag-layer.driver';
 import { QdrantLayerDriver } from '../driver/qdrant-layer.driver';
+import { AgentsWorkflowDriver } from '../driver/agents-workflow.driver';
 import type { RequestDriver } from '../driver/request-outcome';
 
 /** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
 export async function promptSourceOf(scenario: Scenario, shardIndex: number): Promise<PromptSource> {
-  if (scenario.type === 'http') return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
+  if (scenario.type === 'http' || scenario.type === 'agents') return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
   if (scenario.type === 'tool-chain') return new PromptSource(scenario.prompts.map((p) => promptItemFromText(p)), shardIndex);
   if (scenario.type === 'rag') return new PromptSource((await loadDataset(scenario.dataset)).map((d) => promptItemFromText(d.messages.at(-1)!.content)), shardIndex);
   return promptSourceFor(scenario, shardIndex);
@@ -31,5 +32,7 @@ export function createDriver(spec: CampaignSpec, options: DriverOptions, source:
       if (scenario.qdrant)
         return new QdrantLayerDriver({ ...scenario, qdrant: scenario.qdrant }, spec.target, { ...options, requestTimeoutMs: spec.load.requestTimeoutMs }, source);
       return new RagLayerDriver(scenario, spec.target, options, source);
+    case 'agents':
+      return new AgentsWorkflowDriver(scenario, spec.target, options);
   }
 }

@@ -20,11 +20,18 @@ export interface AgentStepState {
 export interface AgentRunResult {
   mode: AgentMode;
   status: 'completed' | 'incomplete' | 'oscillating' | 'deadlock';
-  steps: { step: number; agents: AgentStepState[] }[];
+  /** `elapsedMs`: wall ms from the start of the run to the end of the step (server side). */
+  steps: AgentRunStep[];
   /** Mean intent change per agent per step over the second half of the run (~0 when settled). */
   meanIntentDeltaLate: number;
   /** Agents on the wait-for cycle (deadlock only). */
   cycle: string[];
+}
+
+export interface AgentRunStep {
+  step: number;
+  elapsedMs: number;
+  agents: AgentStepState[];
 }
 
 const INTENT_DIMS = 8;
@@ -59,8 +66,14 @@ export class AgentsService {
     return this.config.mode;
   }
 
-  async run(agentCount: number, stepCount: number): Promise<AgentRunResult> {
+  /** `onStep` sees each step as it ends (the streaming endpoint writes it out at once). */
+  async run(
+    agentCount: number,
+    stepCount: number,
+    onStep?: (step: AgentRunStep) => void,
+  ): Promise<AgentRunResult> {
     const mode = this.mode();
+    const startedAt = performance.now();
     const rng = new Prng(this.seed ^ (agentCount * 7919 + stepCount));
     const names = Array.from({ length: agentCount }, (_, i) => `agent-${i}`);
     const goal = names.map(() => unit(rng));
@@ -108,18 +121,37 @@ export class AgentsService {
         const delta = Math.hypot(...target.map((x, d) => x - intent[i][d]));
         deltas.push(delta);
         next.push(target);
-        states.push({ agent: names[i], intent: target, intentDelta: delta, action, actionProbability: probability, holds, waitsFor, done: done[i] });
+        states.push({
+          agent: names[i],
+          intent: target,
+          intentDelta: delta,
+          action,
+          actionProbability: probability,
+          holds,
+          waitsFor,
+          done: done[i],
+        });
       }
       intent = next;
-      steps.push({ step, agents: states });
-      if (this.config.stepMs > 0) await new Promise((resolve) => setTimeout(resolve, this.config.stepMs * this.timeScale));
+      if (this.config.stepMs > 0)
+        await new Promise((resolve) => setTimeout(resolve, this.config.stepMs * this.timeScale));
+      const ended: AgentRunStep = { step, elapsedMs: performance.now() - startedAt, agents: states };
+      steps.push(ended);
+      onStep?.(ended);
       if (mode === 'converge' && done.every(Boolean)) break;
     }
     const late = deltas.slice(Math.floor(deltas.length / 2));
     const converged = done.every(Boolean);
     return {
       mode,
-      status: mode === 'deadlock' ? 'deadlock' : mode === 'oscillate' ? 'oscillating' : converged ? 'completed' : 'incomplete',
+      status:
+        mode === 'deadlock'
+          ? 'deadlock'
+          : mode === 'oscillate'
+            ? 'oscillating'
+            : converged
+              ? 'completed'
+              : 'incomplete',
       steps,
       meanIntentDeltaLate: late.reduce((a, b) => a + b, 0) / Math.max(1, late.length),
       cycle: mode === 'deadlock' ? names : [],

@@ -66,6 +66,8 @@ const rerankSchema = z.object({
 const agentsSchema = z.object({
   agents: z.number().int().min(2).max(64).default(3),
   steps: z.number().int().min(1).max(1000).default(12),
+  /** true: NDJSON, one `{"type":"step",...}` line as each step ends, then `{"type":"result",...}`. */
+  stream: z.boolean().default(false),
 });
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -199,7 +201,14 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
         return sendJson(res, 200, { tools: tools.list() });
       case 'POST /agents/run': {
         const body = parse(agentsSchema, await readJson(req));
-        return sendJson(res, 200, await agents.run(body.agents, body.steps));
+        if (!body.stream) return sendJson(res, 200, await agents.run(body.agents, body.steps));
+        res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+        const result = await agents.run(body.agents, body.steps, (step) => {
+          if (!res.destroyed) res.write(`${JSON.stringify({ type: 'step', ...step })}\n`);
+        });
+        const { steps, ...summary } = result;
+        res.end(`${JSON.stringify({ type: 'result', ...summary, steps: steps.length })}\n`);
+        return;
       }
       case 'GET /agents/mode':
         return sendJson(res, 200, { mode: agents.mode() });

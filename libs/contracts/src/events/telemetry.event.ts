@@ -36,6 +36,12 @@ export const RequestRecordSchema = z.object({
   ttftMs: z.number().nonnegative().nullable(),
   /** End to end from actual send. */
   e2eMs: z.number().nonnegative(),
+  /**
+   * Time per output token (vLLM/GuideLLM): (e2eMs - ttftMs) / (output tokens - 1), output tokens
+   * being the server's usage when reported, else the client count; null with fewer than 2 tokens
+   * or no first token. Optional: records from older generators lack it.
+   */
+  tpotMs: z.number().nonnegative().nullable().optional(),
   /** End to end from the intended send time (wrk2's correction for coordinated omission). */
   correctedE2eMs: z.number().nonnegative(),
   /** Offset from send of each content chunk (ms); gaps between them are the inter-token latency. */

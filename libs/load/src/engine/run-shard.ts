@@ -27,6 +27,7 @@ import { shareOf } from '../profile/shard-share.util';
 import { SeededRandom, deriveSeed } from '../random/seeded-random';
 import { Sleeper } from './sleeper';
 import { createDriver, promptSourceOf } from './driver.factory';
+import { tpotMs } from './tpot.util';
 
 /** Outputs only consume and must never block the engine (k6's rule): both are called inline. */
 export interface TelemetrySink {
@@ -405,6 +406,7 @@ class ShardEngine {
         startedAt: this.epochAt(sentMono),
         ttftMs: outcome.ttftMs,
         e2eMs: outcome.e2eMs,
+        tpotMs: tpotMs(outcome.e2eMs, outcome.ttftMs, sample.outputTokens),
         correctedE2eMs: Math.max(0, correctedE2eMs),
         chunkOffsetsMs: outcome.chunkOffsetsMs,
         status: outcome.status,

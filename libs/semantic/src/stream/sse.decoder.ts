@@ -104,9 +104,21 @@ export class SseDecoder {
         this.pending += text.slice(start);
         return out;
       }
-      const line = this.pending.length > 0 ? this.pending + text.slice(start, end) : text.slice(start, end);
-      this.pending = '';
-      this.processLine(line, out);
+      if (this.pending.length === 0) {
+        // Fast path, the usual line: `data: VALUE` whole in this chunk; the value is cut from the
+        // chunk once (no intermediate line string).
+        if (end - start > 5 && text.startsWith('data:', start)) {
+          this.dataLines.push(text.slice(text.charCodeAt(start + 5) === 32 ? start + 6 : start + 5, end));
+        } else if (end === start) {
+          this.dispatch(out);
+        } else {
+          this.processLine(text.slice(start, end), out);
+        }
+      } else {
+        const line = this.pending + text.slice(start, end);
+        this.pending = '';
+        this.processLine(line, out);
+      }
       start = next;
     }
     return out;
@@ -161,7 +173,7 @@ export class SseDecoder {
   private dispatch(out: string[]): void {
     if (this.dataLines.length === 0) return;
     const data = this.dataLines.length === 1 ? this.dataLines[0] : this.dataLines.join('\n');
-    this.dataLines = [];
+    this.dataLines.length = 0;
     if (data.length > 0) out.push(data);
   }
 

@@ -23,6 +23,8 @@ export interface BurnWindow {
 export interface TierPolicyConfig {
   readonly tiers: readonly TierSpec[];
   readonly windows: readonly BurnWindow[];
+  /** The run's first ms (connections, JIT, first scrapes) are not judged. */
+  readonly warmupMs: number;
   /** Consecutive evaluations a worse tier must hold before the run enters it. */
   readonly enterAfter: number;
   /** Consecutive evaluations a better tier must hold before the run goes back to it. */
@@ -41,6 +43,7 @@ export const DEFAULT_TIER_POLICY: TierPolicyConfig = {
     { shortMs: 5_000, longMs: 30_000, burnRate: 1 },
     { shortMs: 30_000, longMs: 300_000, burnRate: 6 },
   ],
+  warmupMs: 2_000,
   enterAfter: 2,
   leaveAfter: 3,
 };
@@ -69,11 +72,11 @@ export function evaluateTiers(
   ctx: ObjectiveContext,
   config: TierPolicyConfig = DEFAULT_TIER_POLICY,
 ): TierEvaluation {
-  const start = timeline.startMs ?? nowMs;
+  const judgedFrom = (timeline.startMs ?? nowMs) + config.warmupMs;
   const spans = config.windows.map((w) => ({
     w,
-    short: timeline.span(Math.max(start - 1, nowMs - w.shortMs), nowMs),
-    long: timeline.span(Math.max(start - 1, nowMs - w.longMs), nowMs),
+    short: timeline.span(Math.max(judgedFrom, nowMs - w.shortMs), nowMs),
+    long: timeline.span(Math.max(judgedFrom, nowMs - w.longMs), nowMs),
   }));
   const results: Record<string, ObjectiveResult[]> = {};
   let miss: ObjectiveResult | null = null;

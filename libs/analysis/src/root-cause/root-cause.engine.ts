@@ -203,7 +203,16 @@ export function diagnose(
   const interrupted = recent.digests.filter(
     (d) => d.errorClass === 'stream-truncated' || d.errorClass === 'malformed-sse',
   );
-  if (streamed.length >= 5 && stalled.length / streamed.length >= 0.2) {
+  // A paused client (the generator's own event loop blocked) stalls every stream and the first
+  // token alike; a server-side stall leaves TTFT alone. Stalls are judged against a baseline only.
+  const clientPaused = ttftJump !== null && ttftJump >= options.jumpFactor;
+  if (
+    hasBaseline &&
+    !clientPaused &&
+    streamed.length >= 5 &&
+    stalled.length >= 3 &&
+    stalled.length / streamed.length >= 0.2
+  ) {
     const share = stalled.length / streamed.length;
     const worst = Math.max(...stalled.map((d) => d.gapMaxMs ?? 0));
     causes.push({

@@ -7,7 +7,7 @@ describe('Qdrant-compatible routes, driven by the official @qdrant/js-client-res
 
   beforeAll(async () => {
     sim = await startSimTarget({
-      config: { timeScale: 0.05, rag: { initialIndexSize: 500, retrieveJitterSigma: 0 } },
+      config: { timeScale: 0.05, rag: { initialIndexSize: 500, retrieveJitterSigma: 0, retrievePerKMs: 2 } },
     });
     sut = new QdrantClient({ url: sim.url, checkCompatibility: false });
   });
@@ -52,15 +52,23 @@ describe('Qdrant-compatible routes, driven by the official @qdrant/js-client-res
     const info = await sut.getCollection('fathom');
     expect(info.points_count).toBe(500);
     const query = Array.from({ length: 64 }, (_, d) => Math.cos(d));
-    const started = performance.now();
-    const small = await sut.query('fathom', { query, limit: 1 });
-    const smallMs = performance.now() - started;
-    expect(small.points).toHaveLength(1);
-    const t1 = performance.now();
-    const large = await sut.query('fathom', { query, limit: 500 });
-    // retrievePerKMs 0.12 x 499 more = +60 model ms = +3 wall ms at timeScale 0.05.
-    expect(performance.now() - t1).toBeGreaterThan(smallMs + 1.5);
-    expect(large.points).toHaveLength(500);
+    // Fastest of 3 calls each: a busy runner only ever adds time, the model's difference stays.
+    const fastest = async (limit: number): Promise<{ ms: number; points: number }> => {
+      let ms = Infinity;
+      let points = 0;
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        points = (await sut.query('fathom', { query, limit })).points.length;
+        ms = Math.min(ms, performance.now() - started);
+      }
+      return { ms, points };
+    };
+    const small = await fastest(1);
+    const large = await fastest(500);
+    expect(small.points).toBe(1);
+    expect(large.points).toBe(500);
+    // retrievePerKMs 2 (this test's config) x 499 more = +998 model ms = +50 wall ms at timeScale 0.05.
+    expect(large.ms).toBeGreaterThan(small.ms + 25);
   });
 
   it('answers Qdrant-style errors: 404 for an unknown collection, 409 on create twice, 400 on a wrong dimension', async () => {

@@ -269,7 +269,9 @@ class ShardEngine {
     if (this.timeoutTimer !== null) return;
     const now = performance.now();
     for (const cancel of this.cancels) {
-      if (cancel.deadlineMono <= now) continue; // expired, aborted, about to leave the set
+      // Skip only what is already aborted: a deadline that passed while expire() was aborting
+      // others (it reads the clock before this) still needs its timer, else that request hangs.
+      if (cancel.aborted) continue;
       this.timeoutTimer = setTimeout(() => this.expire(), Math.max(1, Math.ceil(cancel.deadlineMono - now)));
       return;
     }

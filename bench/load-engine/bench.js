@@ -16,22 +16,43 @@ const tmp = mkdtempSync(join(tmpdir(), 'fathom-bench-'));
 const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const clientCore = '0';
 const targetCore = cpus().length > 1 ? '1' : '0';
-const body = (stream) => JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'hello' }], stream, max_tokens: 64 });
+const body = (stream) =>
+  JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'hello' }], stream, max_tokens: 64 });
 
 function startTarget(port, tokens, gapMs) {
-  const child = spawn('taskset', ['-c', targetCore, process.execPath, join(here, 'target.js'), String(port), String(tokens), String(gapMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    'taskset',
+    [
+      '-c',
+      targetCore,
+      process.execPath,
+      join(here, 'target.js'),
+      String(port),
+      String(tokens),
+      String(gapMs),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   return new Promise((resolve) => child.stdout.once('data', () => resolve(child)));
 }
 
 /** Runs a command pinned to the client core; CPU from /usr/bin/time (whole process, start-up included). */
 function timed(cmd, args, env = {}) {
-  const out = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', 'taskset', '-c', clientCore, cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20 });
+  const out = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', 'taskset', '-c', clientCore, cmd, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    maxBuffer: 64 << 20,
+  });
   const cpu = /CPU ([\d.]+) ([\d.]+)/.exec(out.stderr);
   return { stdout: out.stdout, stderr: out.stderr, cpuS: cpu ? Number(cpu[1]) + Number(cpu[2]) : NaN };
 }
 
 function nodeClient(script, args, preload) {
-  const r = timed(process.execPath, [...(preload ? ['-r', join(here, 'ts-register.js')] : []), join(here, script), ...args]);
+  const r = timed(process.execPath, [
+    ...(preload ? ['-r', join(here, 'ts-register.js')] : []),
+    join(here, script),
+    ...args,
+  ]);
   const line = r.stdout.trim().split('\n').pop();
   try {
     return JSON.parse(line);
@@ -42,26 +63,73 @@ function nodeClient(script, args, preload) {
 
 function wrk(url) {
   const lua = join(tmp, 'post.lua');
-  writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '${body(false)}'\nwrk.headers["content-type"] = "application/json"\n`);
-  const r = timed('wrk', ['-t1', `-c${concurrency}`, `-d${seconds}s`, '-s', lua, `${url}/v1/chat/completions`]);
+  writeFileSync(
+    lua,
+    `wrk.method = "POST"\nwrk.body = '${body(false)}'\nwrk.headers["content-type"] = "application/json"\n`,
+  );
+  const r = timed('wrk', [
+    '-t1',
+    `-c${concurrency}`,
+    `-d${seconds}s`,
+    '-s',
+    lua,
+    `${url}/v1/chat/completions`,
+  ]);
   const requests = Number(/(\d+) requests in/.exec(r.stdout)?.[1]);
   return { tool: 'wrk', requests, wallS: seconds, cpuS: r.cpuS };
 }
 
 function hey(url) {
-  const r = timed('hey', ['-z', `${seconds}s`, '-c', String(concurrency), '-m', 'POST', '-T', 'application/json', '-d', body(false), `${url}/v1/chat/completions`]);
+  const r = timed('hey', [
+    '-z',
+    `${seconds}s`,
+    '-c',
+    String(concurrency),
+    '-m',
+    'POST',
+    '-T',
+    'application/json',
+    '-d',
+    body(false),
+    `${url}/v1/chat/completions`,
+  ]);
   const requests = Number(/\[200\]\s+(\d+) responses/.exec(r.stdout)?.[1]);
   return { tool: 'hey', requests, wallS: seconds, cpuS: r.cpuS };
 }
 
 function locust(url, fast, stream) {
   const csv = join(tmp, `locust-${fast}-${stream}`);
-  const r = timed('locust', ['-f', join(here, 'locustfile.py'), '--headless', '-u', String(concurrency), '-r', String(concurrency), '-t', `${seconds}s`, '--host', url, '--only-summary', '--csv', csv], { FAST: fast ? '1' : '0', STREAM: stream ? '1' : '0' });
+  const r = timed(
+    'locust',
+    [
+      '-f',
+      join(here, 'locustfile.py'),
+      '--headless',
+      '-u',
+      String(concurrency),
+      '-r',
+      String(concurrency),
+      '-t',
+      `${seconds}s`,
+      '--host',
+      url,
+      '--only-summary',
+      '--csv',
+      csv,
+    ],
+    { FAST: fast ? '1' : '0', STREAM: stream ? '1' : '0' },
+  );
   const rows = readFileSync(`${csv}_stats.csv`, 'utf8').trim().split('\n');
   const header = rows[0].split(',');
   const agg = rows.find((l) => l.includes('Aggregated')).split(',');
   const requests = Number(agg[header.indexOf('Request Count')]);
-  return { tool: `locust ${fast ? 'FastHttpUser' : 'HttpUser'}${stream ? ' (stream)' : ''}`, requests, wallS: seconds, cpuS: r.cpuS, note: 'CPU includes Python start-up' };
+  return {
+    tool: `locust ${fast ? 'FastHttpUser' : 'HttpUser'}${stream ? ' (stream)' : ''}`,
+    requests,
+    wallS: seconds,
+    cpuS: r.cpuS,
+    note: 'CPU includes Python start-up',
+  };
 }
 
 function table(rows, base, perEvents) {
@@ -78,7 +146,12 @@ function table(rows, base, perEvents) {
     ];
     // streams per client CPU-second: what one saturated client core would sustain (the one-core
     // target caps streams/s on a 2-core box before the client core is full).
-    if (perEvents && r.tokenEvents) line.push(`${(r.tokenEvents / r.wallS).toFixed(0)} token events/s`, `${((r.cpuS / r.tokenEvents) * 1e4).toFixed(3)} cpu-s/10k events`, `${(r.requests / r.cpuS).toFixed(0)} streams/cpu-s`);
+    if (perEvents && r.tokenEvents)
+      line.push(
+        `${(r.tokenEvents / r.wallS).toFixed(0)} token events/s`,
+        `${((r.cpuS / r.tokenEvents) * 1e4).toFixed(3)} cpu-s/10k events`,
+        `${(r.requests / r.cpuS).toFixed(0)} streams/cpu-s`,
+      );
     if (r.itlP99Ms !== undefined && r.itlP99Ms !== null) line.push(`itl p99 ${r.itlP99Ms.toFixed(2)} ms`);
     if (r.errors) line.push(`errors ${r.errors}`);
     if (r.note) line.push(`(${r.note})`);
@@ -87,7 +160,9 @@ function table(rows, base, perEvents) {
 }
 
 async function main() {
-  console.log(`load-engine bench: ${seconds} s per tool, ${concurrency} connections, node ${process.version}, ${cpus()[0].model} x${cpus().length}, ${new Date().toISOString()}`);
+  console.log(
+    `load-engine bench: ${seconds} s per tool, ${concurrency} connections, node ${process.version}, ${cpus()[0].model} x${cpus().length}, ${new Date().toISOString()}`,
+  );
   console.log(`target on core ${targetCore}, clients on core ${clientCore}`);
   const jsonTarget = await startTarget(18089, 64, 1);
   const url = 'http://127.0.0.1:18089';
@@ -98,14 +173,17 @@ async function main() {
     if (has('wrk')) rows.push(wrk(url));
     if (has('hey')) rows.push(hey(url));
     if (has('locust')) rows.push(locust(url, true, false), locust(url, false, false));
-    console.log('\nnon-streaming chat completion (client CPU is the figure; req/s is capped by the one-core target)');
+    console.log(
+      '\nnon-streaming chat completion (client CPU is the figure; req/s is capped by the one-core target)',
+    );
     table(rows, 'autocannon', false);
 
     const streams = [];
     streams.push(nodeClient('undici-stream-client.js', [url, String(concurrency), String(seconds)], false));
     streams.push(nodeClient('fathom-client.ts', [url, String(concurrency), String(seconds), 'stream'], true));
     if (has('locust')) streams.push(locust(url, false, true));
-    for (const s of streams) if (!s.tokenEvents && s.tool.startsWith('locust')) s.tokenEvents = s.requests * 67; // 64 tokens + finish + usage + [DONE]
+    for (const s of streams)
+      if (!s.tokenEvents && s.tool.startsWith('locust')) s.tokenEvents = s.requests * 67; // 64 tokens + finish + usage + [DONE]
     console.log('\nSSE streams (64 tokens, 1 ms apart): streams/s = req/s');
     table(streams, 'undici-bare', true);
   } finally {
@@ -116,4 +194,3 @@ main().catch((e) => {
   console.error(e);
   process.exit(1);
 });
-

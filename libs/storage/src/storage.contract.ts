@@ -39,8 +39,12 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
       it('records every migration once and applies nothing when run again', async () => {
         const again = await migrate(db);
         expect(again).toEqual({ applied: [], version: MIGRATIONS.length });
-        const rows = await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
-        expect(rows.map((row) => Number(row.version))).toEqual(MIGRATIONS.map((migration) => migration.version));
+        const rows = await db.query<{ version: number }>(
+          'SELECT version FROM schema_migrations ORDER BY version',
+        );
+        expect(rows.map((row) => Number(row.version))).toEqual(
+          MIGRATIONS.map((migration) => migration.version),
+        );
       });
     });
 
@@ -109,7 +113,11 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
       it('creates a run in pending with no start, end or summary', async () => {
         const campaign = await newCampaign();
 
-        const run = await sut.runs.create({ campaignId: campaign.id, trigger: 'cli', createdAt: 1_700_000_000_000 });
+        const run = await sut.runs.create({
+          campaignId: campaign.id,
+          trigger: 'cli',
+          createdAt: 1_700_000_000_000,
+        });
 
         expect(run).toEqual({
           id: expect.any(String),
@@ -163,10 +171,9 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         const ids = (runs: { id: string }[]) => runs.map((run) => run.id);
         expect(ids(await sut.runs.list({ campaignId: campaign.id }))).toEqual([second.id, first.id]);
         expect(ids(await sut.runs.list({ campaignId: campaign.id, status: 'pending' }))).toEqual([first.id]);
-        expect(ids(await sut.runs.list({ campaignId: campaign.id, status: ['pending', 'running'] }))).toEqual([
-          second.id,
-          first.id,
-        ]);
+        expect(ids(await sut.runs.list({ campaignId: campaign.id, status: ['pending', 'running'] }))).toEqual(
+          [second.id, first.id],
+        );
         expect(ids(await sut.runs.list({ campaignId: campaign.id, limit: 1 }))).toEqual([second.id]);
         const running = ids(await sut.runs.list({ status: 'running' }));
         expect(running).toEqual(expect.arrayContaining([second.id, elsewhere.id]));
@@ -178,9 +185,12 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         const run = await newRun();
 
         expect(await sut.runs.transition(run.id, 'running', { at: 1_700_000_001_000 })).toBe(true);
-        expect(await sut.runs.transition(run.id, 'failed', { at: 1_700_000_009_500, reason: 'target unreachable' })).toBe(
-          true,
-        );
+        expect(
+          await sut.runs.transition(run.id, 'failed', {
+            at: 1_700_000_009_500,
+            reason: 'target unreachable',
+          }),
+        ).toBe(true);
 
         expect(await sut.runs.get(run.id)).toMatchObject({
           status: 'failed',
@@ -193,7 +203,9 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
       it('ends a run that never started without giving it a start time', async () => {
         const run = await newRun();
 
-        expect(await sut.runs.transition(run.id, 'aborted', { at: 1_700_000_002_000, reason: 'cancelled' })).toBe(true);
+        expect(
+          await sut.runs.transition(run.id, 'aborted', { at: 1_700_000_002_000, reason: 'cancelled' }),
+        ).toBe(true);
 
         expect(await sut.runs.get(run.id)).toMatchObject({
           status: 'aborted',
@@ -274,7 +286,9 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
       });
 
       it('refuses a summary for an unknown run', async () => {
-        await expect(sut.runs.saveSummary(uid('missing'), runSummary())).rejects.toBeInstanceOf(RunNotFoundError);
+        await expect(sut.runs.saveSummary(uid('missing'), runSummary())).rejects.toBeInstanceOf(
+          RunNotFoundError,
+        );
       });
     });
 
@@ -333,6 +347,22 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         expect(await sut.runEvents.listByRun(runId, { limit: 2 })).toHaveLength(2);
       });
 
+      it('filters by kind when listing and counting', async () => {
+        const runId = uid('run');
+        await sut.runEvents.appendMany([
+          event(runId, 0),
+          event(runId, 1, { topic: 'fathom.state.slo-tier.v1', kind: 'tier-changed' }),
+          event(runId, 2, { topic: 'fathom.state.slo-tier.v1', kind: 'tier-assigned' }),
+        ]);
+
+        const changed = await sut.runEvents.listByRun(runId, { kind: 'tier-changed' });
+
+        expect(changed.map((stored) => stored.eventId)).toEqual([`${runId}:1`]);
+        expect(
+          await sut.runEvents.countByRun(runId, { topic: 'fathom.state.slo-tier.v1', kind: 'tier-assigned' }),
+        ).toBe(1);
+      });
+
       it('does nothing for an empty batch and counts zero for an unknown run', async () => {
         expect(await sut.runEvents.appendMany([])).toBe(0);
         expect(await sut.runEvents.countByRun(uid('missing'))).toBe(0);
@@ -355,7 +385,10 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         const run = await newRun();
 
         const first = await sut.runReports.save(run.id, { verdict: 'draft', findings: [] });
-        const second = await sut.runReports.save(run.id, { verdict: 'final', findings: ['kv cache saturated'] });
+        const second = await sut.runReports.save(run.id, {
+          verdict: 'final',
+          findings: ['kv cache saturated'],
+        });
 
         expect([first.version, second.version]).toEqual([1, 2]);
         expect(await sut.runReports.latest(run.id)).toEqual(second);
@@ -398,7 +431,12 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
 
         expect(await sut.baselines.latestForCampaign(campaign.id)).toEqual(tokens);
         expect(await sut.baselines.latestForCampaign(campaign.id, { name: 'latency' })).toEqual(latency);
-        expect(latency).toMatchObject({ campaignId: campaign.id, name: 'latency', data: { p99Ms: 640 }, createdAt: 1_000 });
+        expect(latency).toMatchObject({
+          campaignId: campaign.id,
+          name: 'latency',
+          data: { p99Ms: 640 },
+          createdAt: 1_000,
+        });
       });
 
       it('returns null for a campaign without baselines', async () => {
@@ -442,7 +480,13 @@ export function runSummary(): RunSummary {
     latencyMs: { e2e: quantiles, correctedE2e: quantiles, ttft: { ...quantiles, p99: 90 }, itl: quantiles },
     throughput: { requestsPerSec: 12, outputTokensPerSec: 768 },
     tokens: { input: 2400, output: 7680 },
-    semantic: { responses: 118, outputTokens: 7680, gapMeanMs: 14.2, tokenCountMismatches: 0, detectorSignals: 1 },
+    semantic: {
+      responses: 118,
+      outputTokens: 7680,
+      gapMeanMs: 14.2,
+      tokenCountMismatches: 0,
+      detectorSignals: 1,
+    },
     gpu: { scrapes: 10, gaps: 0, last: { 'gpu.utilization': 0.82 } },
     tier: 'SLO-0',
     tierChanges: [{ at: 1_700_000_005_000, from: null, to: 'SLO-0', reason: 'first window' }],

@@ -39,21 +39,23 @@ describe(PostgresDatabase.name, () => {
     try {
       // Five concurrent queries need more than one pooled connection.
       const rows = await Promise.all(
-        Array.from({ length: 5 }, () => sut.query<{ schema: string }>('SELECT current_schema() AS schema, pg_sleep(0.05)')),
+        Array.from({ length: 5 }, () =>
+          sut.query<{ schema: string }>('SELECT current_schema() AS schema, pg_sleep(0.05)'),
+        ),
       );
       expect(rows.map(([row]) => row.schema)).toEqual(Array(5).fill(schema));
-      expect(await sut.transaction((tx) => tx.query<{ schema: string }>('SELECT current_schema() AS schema'))).toEqual([
-        { schema },
-      ]);
+      expect(
+        await sut.transaction((tx) => tx.query<{ schema: string }>('SELECT current_schema() AS schema')),
+      ).toEqual([{ schema }]);
     } finally {
       await sut.close();
     }
   });
 
   it('refuses a schema name that is not a plain identifier', async () => {
-    await expect(PostgresDatabase.open({ url: TEST_DATABASE_URL, schema: 'x; DROP TABLE runs' })).rejects.toThrow(
-      /invalid schema name/,
-    );
+    await expect(
+      PostgresDatabase.open({ url: TEST_DATABASE_URL, schema: 'x; DROP TABLE runs' }),
+    ).rejects.toThrow(/invalid schema name/);
   });
 
   it('migrates once when two connections migrate the same schema at the same time', async () => {
@@ -67,7 +69,9 @@ describe(PostgresDatabase.name, () => {
 
       const applied = results.map((result) => result.applied).sort((a, b) => b.length - a.length);
       expect(applied).toEqual([MIGRATIONS.map((migration) => migration.version), []]);
-      const rows = await first.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+      const rows = await first.query<{ version: number }>(
+        'SELECT version FROM schema_migrations ORDER BY version',
+      );
       expect(rows.map((row) => row.version)).toEqual(MIGRATIONS.map((migration) => migration.version));
       const [{ tables }] = await second.query<{ tables: number }>(
         `SELECT count(*)::integer AS tables FROM information_schema.tables

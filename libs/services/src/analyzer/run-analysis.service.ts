@@ -53,8 +53,18 @@ const BREAKER_SIGNALS: Record<string, string> = {
   'dram-saturation': 'llm',
 };
 
+/** `token-stats` apart from the other semantic signals: the settle check counts them against the records published. */
 type StoredKind =
-  'shard-command' | 'window' | 'lifecycle' | 'semantic' | 'gpu' | 'tier' | 'digest' | 'breaker' | 'cause';
+  | 'shard-command'
+  | 'window'
+  | 'lifecycle'
+  | 'token-stats'
+  | 'semantic'
+  | 'gpu'
+  | 'tier'
+  | 'digest'
+  | 'breaker'
+  | 'cause';
 
 interface DigestBatch {
   id: string;
@@ -217,7 +227,11 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async onSemantic(signal: SemanticSignal): Promise<void> {
-    await this.store('semantic', Topics.semanticSignal.name, signal);
+    await this.store(
+      signal.kind === 'token-stats' ? 'token-stats' : 'semantic',
+      Topics.semanticSignal.name,
+      signal,
+    );
     if (signal.kind !== 'detector') return;
     const state = await this.state(signal.runId, signal.campaignId);
     state.timeline.addDetector(signal);
@@ -346,7 +360,8 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         const expectedWindows = ended.reduce((n, l) => n + l.counts.windowsPublished, 0);
         const expectedSignals = ended.reduce((n, l) => n + l.counts.recordsPublished, 0);
         const windows = await this.events.countByRun(runId, { topic: Topics.telemetryWindow.name });
-        const signals = await this.events.countByRun(runId, { topic: Topics.semanticSignal.name });
+        // One token-stats signal per published record; detector and goodput signals are extra.
+        const signals = await this.events.countByRun(runId, { kind: 'token-stats' });
         if ((windows >= expectedWindows && signals >= expectedSignals) || Date.now() >= deadline) {
           if (Date.now() >= deadline) {
             this.logger.warn(
@@ -374,7 +389,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     const stored = await this.events.listByRun(runId);
     const of = <T>(kind: StoredKind) => stored.filter((e) => e.kind === kind).map((e) => e.payload as T);
     const spec = of<RunShardCommand>('shard-command')[0]?.spec ?? null;
-    const semantic = of<SemanticSignal>('semantic');
+    const semantic = [...of<SemanticSignal>('token-stats'), ...of<SemanticSignal>('semantic')];
     const run = await this.runs.get(runId);
     const tierChanges = of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt);
     const summary = buildRunSummary({

@@ -5,7 +5,10 @@ describe(databaseConfigFromEnv.name, () => {
 
   it('uses PostgreSQL when DATABASE_URL is set, whatever FATHOM_DATA_DIR says', () => {
     expect(
-      databaseConfigFromEnv({ DATABASE_URL: 'postgres://fathom@db:5432/fathom', FATHOM_DATA_DIR: '/data' }, home),
+      databaseConfigFromEnv(
+        { DATABASE_URL: 'postgres://fathom@db:5432/fathom', FATHOM_DATA_DIR: '/data' },
+        home,
+      ),
     ).toEqual({ kind: 'postgres', url: 'postgres://fathom@db:5432/fathom' });
     expect(databaseConfigFromEnv({ DATABASE_URL: 'postgresql://db/fathom' }, home)).toEqual({
       kind: 'postgres',
@@ -29,7 +32,10 @@ describe(databaseConfigFromEnv.name, () => {
   });
 
   it('keeps PGlite in memory for FATHOM_DATA_DIR=memory://', () => {
-    expect(databaseConfigFromEnv({ FATHOM_DATA_DIR: 'memory://' }, home)).toEqual({ kind: 'pglite', dataDir: null });
+    expect(databaseConfigFromEnv({ FATHOM_DATA_DIR: 'memory://' }, home)).toEqual({
+      kind: 'pglite',
+      dataDir: null,
+    });
   });
 
   it('names DATABASE_URL when it is not a PostgreSQL URL', () => {

@@ -16,7 +16,12 @@ const StorageEnvSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'DATABASE_URL must be a postgres:// or postgresql:// URL')
     .optional()
     .or(z.literal('').transform(() => undefined)),
-  FATHOM_DATA_DIR: z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined)),
+  FATHOM_DATA_DIR: z
+    .string()
+    .trim()
+    .min(1)
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
 });
 
 /**
@@ -45,7 +50,9 @@ export function databaseConfigFromEnv(
 /** Opens the database `config` names and migrates it to the newest schema before returning. */
 export async function openDatabase(config: DatabaseConfig): Promise<Database> {
   const db: Database =
-    config.kind === 'postgres' ? await PostgresDatabase.open(config) : await PgliteDatabase.open(config.dataDir);
+    config.kind === 'postgres'
+      ? await PostgresDatabase.open(config)
+      : await PgliteDatabase.open(config.dataDir);
   try {
     await migrate(db);
   } catch (error) {

@@ -27,7 +27,14 @@ describe(PgliteDatabase.name, () => {
     const run = await writer.runs.create({ campaignId: campaign.id, trigger: 'cli' });
     await writer.runs.transition(run.id, 'running', { at: 1_700_000_000_000 });
     await writer.runEvents.appendMany([
-      { eventId: 'e1', runId: run.id, topic: 't.v1', kind: 'k', occurredAt: 1_700_000_000_001, payload: { n: 1 } },
+      {
+        eventId: 'e1',
+        runId: run.id,
+        topic: 't.v1',
+        kind: 'k',
+        occurredAt: 1_700_000_000_001,
+        payload: { n: 1 },
+      },
     ]);
     await first.close();
 
@@ -36,7 +43,10 @@ describe(PgliteDatabase.name, () => {
       const reader = createRepositories(reopened);
       expect(reopened.kind).toBe('pglite');
       expect(await reader.campaigns.get(campaign.id)).toEqual(campaign);
-      expect(await reader.runs.get(run.id)).toMatchObject({ status: 'running', startedAt: 1_700_000_000_000 });
+      expect(await reader.runs.get(run.id)).toMatchObject({
+        status: 'running',
+        startedAt: 1_700_000_000_000,
+      });
       expect(await reader.runEvents.countByRun(run.id)).toBe(1);
       // Reopening found the schema current instead of migrating it again.
       const [{ migrations }] = await reopened.query<{ migrations: number }>(

@@ -35,7 +35,9 @@ export async function migrate(
     const unknown = [...done].filter((version) => !known.has(version));
     if (unknown.length > 0) {
       // A newer build migrated this database; running older code over it risks corrupting it.
-      throw new Error(`database has migrations this build does not know: ${unknown.sort((a, b) => a - b).join(', ')}`);
+      throw new Error(
+        `database has migrations this build does not know: ${unknown.sort((a, b) => a - b).join(', ')}`,
+      );
     }
     const applied: number[] = [];
     for (const migration of migrations) {
@@ -54,7 +56,9 @@ export async function migrate(
 function assertOrdered(migrations: readonly Migration[]): void {
   migrations.forEach((migration, index) => {
     if (migration.version !== index + 1) {
-      throw new Error(`migration "${migration.name}" has version ${migration.version}, expected ${index + 1}`);
+      throw new Error(
+        `migration "${migration.name}" has version ${migration.version}, expected ${index + 1}`,
+      );
     }
   });
 }

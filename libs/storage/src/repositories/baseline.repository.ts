@@ -43,7 +43,10 @@ export class BaselineRepository {
   }
 
   /** The campaign's newest baseline (of that name, when `name` is given), or null. */
-  async latestForCampaign(campaignId: string, options: { name?: string } = {}): Promise<StoredBaseline | null> {
+  async latestForCampaign(
+    campaignId: string,
+    options: { name?: string } = {},
+  ): Promise<StoredBaseline | null> {
     const [row] = await this.db.query(
       `SELECT ${COLUMNS} FROM baselines
         WHERE campaign_id = $1 AND ($2::text IS NULL OR name = $2)

@@ -61,22 +61,26 @@ export class RunEventRepository {
     return inserted;
   }
 
-  /** The run's events, oldest first (ties broken by event id); `topic` narrows to one topic. */
-  async listByRun(runId: string, options: { topic?: string; limit?: number } = {}): Promise<RunEventRecord[]> {
+  /** The run's events, oldest first (ties broken by event id); `topic` and `kind` narrow them. */
+  async listByRun(
+    runId: string,
+    options: { topic?: string; kind?: string; limit?: number } = {},
+  ): Promise<RunEventRecord[]> {
     const rows = await this.db.query(
       `SELECT ${COLUMNS} FROM run_events
-        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2)
+        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2) AND ($3::text IS NULL OR kind = $3)
         ORDER BY occurred_at, event_id
-        LIMIT $3`,
-      [runId, options.topic ?? null, options.limit ?? null],
+        LIMIT $4`,
+      [runId, options.topic ?? null, options.kind ?? null, options.limit ?? null],
     );
     return rows.map(toRunEvent);
   }
 
-  async countByRun(runId: string, options: { topic?: string } = {}): Promise<number> {
+  async countByRun(runId: string, options: { topic?: string; kind?: string } = {}): Promise<number> {
     const [row] = await this.db.query<{ count: number }>(
-      `SELECT count(*)::integer AS count FROM run_events WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2)`,
-      [runId, options.topic ?? null],
+      `SELECT count(*)::integer AS count FROM run_events
+        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2) AND ($3::text IS NULL OR kind = $3)`,
+      [runId, options.topic ?? null, options.kind ?? null],
     );
     return Number(row.count);
   }

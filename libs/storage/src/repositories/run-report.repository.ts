@@ -56,10 +56,10 @@ export class RunReportRepository {
   }
 
   async get(runId: string, version: number): Promise<StoredRunReport | null> {
-    const [row] = await this.db.query(`SELECT ${COLUMNS} FROM run_reports WHERE run_id = $1 AND version = $2`, [
-      runId,
-      version,
-    ]);
+    const [row] = await this.db.query(
+      `SELECT ${COLUMNS} FROM run_reports WHERE run_id = $1 AND version = $2`,
+      [runId, version],
+    );
     return row === undefined ? null : toRunReport(row);
   }
 }

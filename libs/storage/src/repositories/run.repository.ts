@@ -106,7 +106,8 @@ export class RunRepository {
       conditions.push(`campaign_id = $${params.length}`);
     }
     if (filter.status !== undefined) {
-      const statuses: readonly RunStatus[] = typeof filter.status === 'string' ? [filter.status] : filter.status;
+      const statuses: readonly RunStatus[] =
+        typeof filter.status === 'string' ? [filter.status] : filter.status;
       if (statuses.length === 0) return [];
       conditions.push(`status IN (${placeholders(params.length + 1, statuses.length)})`);
       params.push(...statuses);
@@ -128,9 +129,15 @@ export class RunRepository {
    * entering an end state; `reason`, when given, replaces the stored one.
    * @throws RunNotFoundError when no run has this id.
    */
-  async transition(id: string, to: RunStatus, options: { reason?: string; at?: number } = {}): Promise<boolean> {
+  async transition(
+    id: string,
+    to: RunStatus,
+    options: { reason?: string; at?: number } = {},
+  ): Promise<boolean> {
     const target = RunStatusSchema.parse(to);
-    const from = (Object.keys(RUN_TRANSITIONS) as RunStatus[]).filter((status) => canTransition(status, target));
+    const from = (Object.keys(RUN_TRANSITIONS) as RunStatus[]).filter((status) =>
+      canTransition(status, target),
+    );
     if (from.length > 0) {
       const at = timestampParam(options.at ?? Date.now());
       const changed = await this.db.query(

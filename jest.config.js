@@ -12,12 +12,40 @@ for (const [alias, [target]] of Object.entries(swcrc.jsc.paths)) {
   moduleNameMapper[`^${alias}$`] = `<rootDir>/${target}`;
 }
 
-module.exports = {
+/**
+ * Suites that measure time against the simulated target (latency budgets, knees, root cause
+ * within 10 s, a statistical noise floor) or run five processes: beside another busy jest
+ * worker on a 2-core machine they read the contention, not the system. `npm test` runs them
+ * after the others, one at a time (`--selectProjects serial --runInBand`).
+ */
+const SERIAL = [
+  'test/e2e/',
+  'libs/services/src/analyzer/root-cause.int-spec.ts',
+  'libs/services/src/orchestrator/rerun-cap.int-spec.ts',
+  'libs/services/src/shadow/shadow.int-spec.ts',
+  'libs/load/src/engine/run-shard.sim.int-spec.ts',
+  'libs/load/src/driver/rag-retrieve-budget.int-spec.ts',
+  'libs/gpu/src/scrape/sim-knee.int-spec.ts',
+  'libs/semantic/src/monitor/hallucination-recall.int-spec.ts',
+].map((path) => `<rootDir>/${path}`);
+
+const common = {
   rootDir: __dirname,
   testEnvironment: 'node',
   testMatch: ['<rootDir>/{apps,libs,test}/**/*.{spec,int-spec,e2e-spec}.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { ...swcrc, swcrc: false }] },
   moduleNameMapper,
+};
+
+module.exports = {
+  projects: [
+    { ...common, displayName: 'parallel', testPathIgnorePatterns: ['/node_modules/', ...SERIAL] },
+    {
+      ...common,
+      displayName: 'serial',
+      testMatch: SERIAL.map((p) => (p.endsWith('/') ? `${p}**/*.e2e-spec.ts` : p)),
+    },
+  ],
   globalSetup: '<rootDir>/libs/testing/src/jest.global-setup.js',
   globalTeardown: '<rootDir>/libs/testing/src/jest.global-teardown.js',
   testTimeout: 30000,

@@ -20,7 +20,7 @@ export interface ServiceProcess {
 export async function startServiceProcess(
   name: string,
   env: Record<string, string>,
-  timeoutMs = 30_000,
+  timeoutMs = 60_000,
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', name, 'src', 'main.js')], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },

@@ -50,6 +50,12 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
   lines.push(
     `  stream: ${s.semantic.responses} responses, ${s.semantic.outputTokens} tokens, mean gap ${ms(s.semantic.gapMeanMs)}, ${s.semantic.tokenCountMismatches} server/client token-count mismatches`,
   );
+  const g = s.semantic.goodput;
+  if (g && g.judged) {
+    lines.push(
+      `  goodput ${g.goodputPerSec.toFixed(1)} req/s (${g.good}/${g.judged} within SLO), semantic goodput ${g.semanticGoodputPerSec.toFixed(1)} req/s (${g.semanticallyGood}/${g.judged} also passed every semantic check)`,
+    );
+  }
   if (s.gpu.scrapes) {
     const shown = [
       'kv_cache_usage_ratio',

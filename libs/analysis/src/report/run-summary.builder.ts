@@ -76,6 +76,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
         : null,
       tokenCountMismatches: evidence.tokenStats.filter((s) => (s.tokenCountMismatch ?? 0) !== 0).length,
       detectorSignals: evidence.detectorSignals,
+      goodput: goodputOf(evidence.tokenStats, elapsedSec ? requests / elapsedSec : 0),
     },
     gpu: gpuSummary(evidence.gpu),
     tier: evidence.tierChanges.length ? evidence.tierChanges[evidence.tierChanges.length - 1].to : null,
@@ -119,6 +120,31 @@ function gpuSummary(scrapes: readonly GpuTelemetry[]): RunSummary['gpu'] {
   const last: Record<string, number> = {};
   for (const [metric, { values }] of latest) last[metric] = values.reduce((a, b) => a + b, 0) / values.length;
   return { scrapes: scrapes.length, gaps: scrapes.filter((s) => s.health !== 'ok').length, last };
+}
+
+/**
+ * Good: the request succeeded and met the per-request latency SLO (no SLO: success suffices);
+ * semantically good: also passed every semantic check the monitor applied to it.
+ */
+function goodputOf(
+  stats: readonly TokenStatsSignal[],
+  requestsPerSec: number,
+): RunSummary['semantic']['goodput'] {
+  let good = 0;
+  let semanticallyGood = 0;
+  for (const s of stats) {
+    if (s.assessment === 'error' || s.latencySloMet === false) continue;
+    good++;
+    if (Object.values(s.checks ?? {}).every(Boolean)) semanticallyGood++;
+  }
+  const judged = stats.length;
+  return {
+    judged,
+    good,
+    semanticallyGood,
+    goodputPerSec: judged ? (requestsPerSec * good) / judged : 0,
+    semanticGoodputPerSec: judged ? (requestsPerSec * semanticallyGood) / judged : 0,
+  };
 }
 
 function sum<T>(items: readonly T[], f: (item: T) => number): number {

@@ -44,6 +44,20 @@ export const RunSummarySchema = z.object({
     gapMeanMs: z.number().nullable(),
     tokenCountMismatches: z.number().int().nonnegative(),
     detectorSignals: z.number().int().nonnegative(),
+    /**
+     * Goodput (requests that succeeded within the per-request latency SLO, per second) and
+     * semantic goodput (of those, the ones that also passed every semantic check), over the
+     * judged responses and scaled to the run's request rate. Absent in reports made before.
+     */
+    goodput: z
+      .object({
+        judged: z.number().int().nonnegative(),
+        good: z.number().int().nonnegative(),
+        semanticallyGood: z.number().int().nonnegative(),
+        goodputPerSec: z.number().nonnegative(),
+        semanticGoodputPerSec: z.number().nonnegative(),
+      })
+      .optional(),
   }),
   gpu: z.object({
     scrapes: z.number().int().nonnegative(),

@@ -26,6 +26,7 @@ import {
   RunTimeline,
   TierHysteresis,
   assessValidity,
+  tierPolicyFor,
   buildRunReportDocument,
   buildRunSummary,
   diagnose,
@@ -35,6 +36,7 @@ import {
   type BreakerTransition,
   type RecordDigest,
   type RootCauseOptions,
+  type TierPolicyConfig,
   type TrackedCause,
 } from '@fathom/analysis';
 import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
@@ -79,7 +81,13 @@ interface RunState {
   readonly campaignId: string;
   spec: CampaignSpec | null;
   readonly timeline: RunTimeline;
-  readonly tiers: TierHysteresis;
+  /**
+   * The campaign's tiers (`slo.tiers`) or the defaults; fixed once the spec is known. Until then
+   * (a run whose shard command is not stored yet) the defaults judge, provisionally.
+   */
+  tierPolicy: TierPolicyConfig;
+  tierPolicyFromSpec: boolean;
+  tiers: TierHysteresis;
   readonly breakers: BreakerBoard;
   readonly causes: RootCauseTracker;
   lastEvaluatedAt: number;
@@ -116,12 +124,15 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     const sub = <T>(topic: Parameters<Bus['subscribe']>[0], handler: (e: T) => Promise<void>) =>
       this.bus.subscribe(topic, { group: consumerGroup('analyzer', topic) }, handler as never);
     this.subscriptions.push(
-      await sub<RunShardCommand>(Topics.runShard, (e) => this.onShard(e)),
-      await sub<TelemetryWindow>(Topics.telemetryWindow, (e) => this.onWindow(e)),
-      await sub<RequestTelemetry>(Topics.requestTelemetry, (e) => this.onRecords(e)),
-      await sub<SemanticSignal>(Topics.semanticSignal, (e) => this.onSemantic(e)),
-      await sub<GpuTelemetry>(Topics.gpuTelemetry, (e) => this.onGpu(e)),
-      await sub<RunLifecycle>(Topics.runLifecycle, (e) => this.onLifecycle(e)),
+      // Joined side by side: each join waits for the group's rebalance, in series they add up.
+      ...(await Promise.all([
+        sub<RunShardCommand>(Topics.runShard, (e) => this.onShard(e)),
+        sub<TelemetryWindow>(Topics.telemetryWindow, (e) => this.onWindow(e)),
+        sub<RequestTelemetry>(Topics.requestTelemetry, (e) => this.onRecords(e)),
+        sub<SemanticSignal>(Topics.semanticSignal, (e) => this.onSemantic(e)),
+        sub<GpuTelemetry>(Topics.gpuTelemetry, (e) => this.onGpu(e)),
+        sub<RunLifecycle>(Topics.runLifecycle, (e) => this.onLifecycle(e)),
+      ])),
     );
     // Resume runs a previous analyzer left unfinished.
     for (const status of ['pending', 'running'] as const) {
@@ -150,6 +161,8 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       campaignId,
       spec,
       timeline: new RunTimeline(),
+      tierPolicy: DEFAULT_TIER_POLICY,
+      tierPolicyFromSpec: false,
       tiers: new TierHysteresis(DEFAULT_TIER_POLICY),
       breakers: new BreakerBoard(),
       causes: new RootCauseTracker(),
@@ -192,10 +205,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
 
   private async onRecords(batch: RequestTelemetry): Promise<void> {
     const state = await this.state(batch.runId, batch.campaignId);
-    if (!state.spec) {
-      const command = (await this.events.listByRun(batch.runId, { topic: Topics.runShard.name }))[0];
-      state.spec = (command?.payload as RunShardCommand | undefined)?.spec ?? null;
-    }
+    state.spec ??= await this.storedSpec(batch.runId);
     if (!state.spec) return; // a run the analyzer never saw planned: nothing to attribute calls to
     const digests = batch.records.map((r) => digestRecord(r, state.spec!));
     const stored: DigestBatch = {
@@ -280,14 +290,36 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     }, wait);
   }
 
+  /** The stored spec of a run (its first shard command), or null when none was stored. */
+  private async storedSpec(runId: string): Promise<CampaignSpec | null> {
+    const command = (await this.events.listByRun(runId, { topic: Topics.runShard.name }))[0];
+    return (command?.payload as RunShardCommand | undefined)?.spec ?? null;
+  }
+
+  /** Fixes the run's tier policy from its spec once known; a provisional tier is judged again. */
+  private async resolveTierPolicy(runId: string, state: RunState): Promise<void> {
+    if (state.tierPolicyFromSpec) return;
+    state.spec ??= await this.storedSpec(runId);
+    if (!state.spec) return;
+    const policy = tierPolicyFor(state.spec.slo.tiers);
+    state.tierPolicyFromSpec = true;
+    if (policy === state.tierPolicy) return;
+    state.tierPolicy = policy;
+    state.tiers = new TierHysteresis(policy);
+  }
+
   /** Breakers that timed out to half-open, the tier (with hysteresis), and the ranked root causes. */
   private async evaluate(runId: string, state: RunState): Promise<void> {
     const now = state.timeline.latestMs;
     if (now === null) return;
     await this.publishBreakers(runId, state, state.breakers.tick(now));
-    const tierEvaluation = evaluateTiers(state.timeline, now, {
-      breakerTripsPerMinute: state.breakers.tripsPerMinute(now),
-    });
+    await this.resolveTierPolicy(runId, state);
+    const tierEvaluation = evaluateTiers(
+      state.timeline,
+      now,
+      { breakerTripsPerMinute: state.breakers.tripsPerMinute(now) },
+      state.tierPolicy,
+    );
     const change = state.tiers.observe(tierEvaluation);
     if (change) {
       const event: SloTierChange = {
@@ -409,7 +441,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       campaignId,
       summary,
       timeline: state.timeline,
-      tiers: DEFAULT_TIER_POLICY.tiers,
+      tiers: tierPolicyFor(spec?.slo.tiers).tiers,
       tierChanges,
       breakerChanges: of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt),
       rootCauses,

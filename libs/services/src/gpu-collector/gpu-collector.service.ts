@@ -65,21 +65,22 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
 
   async onModuleInit(): Promise<void> {
     this.subscriptions.push(
-      await this.bus.subscribe(
-        Topics.runShard,
-        { group: consumerGroup('gpu-collector', Topics.runShard) },
-        (c) => this.onShard(c),
-      ),
-      await this.bus.subscribe(
-        Topics.runLifecycle,
-        { group: consumerGroup('gpu-collector', Topics.runLifecycle) },
-        (e) => this.onLifecycle(e),
-      ),
-      await this.bus.subscribe(
-        Topics.runReport,
-        { group: consumerGroup('gpu-collector', Topics.runReport) },
-        (r) => this.onReport(r),
-      ),
+      // Joined side by side: each join waits for the group's rebalance, in series they add up.
+      ...(await Promise.all([
+        this.bus.subscribe(Topics.runShard, { group: consumerGroup('gpu-collector', Topics.runShard) }, (c) =>
+          this.onShard(c),
+        ),
+        this.bus.subscribe(
+          Topics.runLifecycle,
+          { group: consumerGroup('gpu-collector', Topics.runLifecycle) },
+          (e) => this.onLifecycle(e),
+        ),
+        this.bus.subscribe(
+          Topics.runReport,
+          { group: consumerGroup('gpu-collector', Topics.runReport) },
+          (r) => this.onReport(r),
+        ),
+      ])),
     );
     this.edgeTimer = setInterval(() => void this.evaluateEdgeSampling(), 1000);
     this.edgeTimer.unref();

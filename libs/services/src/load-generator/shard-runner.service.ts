@@ -48,16 +48,19 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     this.subscriptions.push(
-      await this.bus.subscribe(
-        Topics.runShard,
-        { group: consumerGroup('load-generator', Topics.runShard) },
-        (c) => this.onShard(c),
-      ),
-      await this.bus.subscribe(
-        Topics.runControl,
-        { group: consumerGroup('load-generator', Topics.runControl, this.generatorId) },
-        (c) => this.onAbort(c.runId),
-      ),
+      // Joined side by side: each join waits for the group's rebalance, in series they add up.
+      ...(await Promise.all([
+        this.bus.subscribe(
+          Topics.runShard,
+          { group: consumerGroup('load-generator', Topics.runShard) },
+          (c) => this.onShard(c),
+        ),
+        this.bus.subscribe(
+          Topics.runControl,
+          { group: consumerGroup('load-generator', Topics.runControl, this.generatorId) },
+          (c) => this.onAbort(c.runId),
+        ),
+      ])),
     );
   }
 

@@ -41,26 +41,25 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
 
   async onModuleInit(): Promise<void> {
     this.subscriptions.push(
-      await this.bus.subscribe(
-        Topics.runLifecycle,
-        { group: consumerGroup('orchestrator', Topics.runLifecycle) },
-        (e) => this.onLifecycle(e),
-      ),
-      await this.bus.subscribe(
-        Topics.runReport,
-        { group: consumerGroup('orchestrator', Topics.runReport) },
-        (e) => this.onReport(e),
-      ),
-      await this.bus.subscribe(
-        Topics.sloTier,
-        { group: consumerGroup('orchestrator', Topics.sloTier) },
-        (e) => this.onTierChange(e),
-      ),
-      await this.bus.subscribe(
-        Topics.breaker,
-        { group: consumerGroup('orchestrator', Topics.breaker) },
-        (e) => this.onBreakerChange(e),
-      ),
+      // Joined side by side: each join waits for the group's rebalance, in series they add up.
+      ...(await Promise.all([
+        this.bus.subscribe(
+          Topics.runLifecycle,
+          { group: consumerGroup('orchestrator', Topics.runLifecycle) },
+          (e) => this.onLifecycle(e),
+        ),
+        this.bus.subscribe(
+          Topics.runReport,
+          { group: consumerGroup('orchestrator', Topics.runReport) },
+          (e) => this.onReport(e),
+        ),
+        this.bus.subscribe(Topics.sloTier, { group: consumerGroup('orchestrator', Topics.sloTier) }, (e) =>
+          this.onTierChange(e),
+        ),
+        this.bus.subscribe(Topics.breaker, { group: consumerGroup('orchestrator', Topics.breaker) }, (e) =>
+          this.onBreakerChange(e),
+        ),
+      ])),
     );
   }
 

@@ -79,26 +79,29 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
 
   async onModuleInit(): Promise<void> {
     this.subscriptions.push(
-      await this.bus.subscribe(
-        Topics.runShard,
-        { group: consumerGroup('semantic-monitor', Topics.runShard) },
-        (c) => this.onShard(c),
-      ),
-      await this.bus.subscribe(
-        Topics.runLifecycle,
-        { group: consumerGroup('semantic-monitor', Topics.runLifecycle) },
-        (e) => this.onLifecycle(e),
-      ),
-      await this.bus.subscribe(
-        Topics.runReport,
-        { group: consumerGroup('semantic-monitor', Topics.runReport) },
-        (r) => this.onReport(r),
-      ),
-      await this.bus.subscribe(
-        Topics.requestTelemetry,
-        { group: consumerGroup('semantic-monitor', Topics.requestTelemetry) },
-        (batch) => this.onBatch(batch),
-      ),
+      // Joined side by side: each join waits for the group's rebalance, in series they add up.
+      ...(await Promise.all([
+        this.bus.subscribe(
+          Topics.runShard,
+          { group: consumerGroup('semantic-monitor', Topics.runShard) },
+          (c) => this.onShard(c),
+        ),
+        this.bus.subscribe(
+          Topics.runLifecycle,
+          { group: consumerGroup('semantic-monitor', Topics.runLifecycle) },
+          (e) => this.onLifecycle(e),
+        ),
+        this.bus.subscribe(
+          Topics.runReport,
+          { group: consumerGroup('semantic-monitor', Topics.runReport) },
+          (r) => this.onReport(r),
+        ),
+        this.bus.subscribe(
+          Topics.requestTelemetry,
+          { group: consumerGroup('semantic-monitor', Topics.requestTelemetry) },
+          (batch) => this.onBatch(batch),
+        ),
+      ])),
     );
     this.cpuTimer = setInterval(() => this.sampler.adjust(this.host.read().cpuPct), 1000);
     this.cpuTimer.unref();

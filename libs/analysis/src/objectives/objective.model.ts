@@ -4,37 +4,23 @@ import {
   variance,
   type NormalisedSample,
 } from '@fathom/gpu';
+import type {
+  LatencyMetricNameSchema,
+  QuantileNameSchema,
+  SloObjective,
+  SloTierSpec,
+} from '@fathom/contracts';
+import type { z } from 'zod';
 import type { SpanView } from '../evidence/run-timeline';
 
-export type LatencyMetricName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl';
-export type QuantileName = 'p50' | 'p95' | 'p99';
+export type LatencyMetricName = z.infer<typeof LatencyMetricNameSchema>;
+export type QuantileName = z.infer<typeof QuantileNameSchema>;
 
-/** One objective of a tier. Thresholds are the spec's unless a user overrides them. */
-export type Objective =
-  | { readonly kind: 'availability'; readonly min: number }
-  | {
-      readonly kind: 'latency';
-      readonly metric: LatencyMetricName;
-      readonly quantile: QuantileName;
-      readonly maxMs: number;
-    }
-  /** Share of requests that succeeded within the latency bounds given (GuideLLM's goodput). */
-  | {
-      readonly kind: 'goodput';
-      readonly min: number;
-      readonly e2eMaxMs?: number;
-      readonly ttftMaxMs?: number;
-    }
-  /** Goodput that also requires no hallucination-risk segment in the response. */
-  | { readonly kind: 'semantic-goodput'; readonly min: number; readonly e2eMaxMs?: number }
-  /** Variance of the prefix (KV) cache hit rate across scrapes (spec: healthy < 0.08). */
-  | { readonly kind: 'kv-hit-rate-variance'; readonly max: number }
-  /** Drop of intent-recognition accuracy against the baseline (spec: healthy < 5 %). */
-  | { readonly kind: 'intent-accuracy-drop'; readonly max: number }
-  /** Agent task end-to-end success rate (spec: healthy > 92 %). */
-  | { readonly kind: 'agent-success'; readonly min: number }
-  /** Breaker trips per minute on any one node; `maxPerMinute` is exclusive (SLO-1: >= 1/min). */
-  | { readonly kind: 'breaker-trips'; readonly maxPerMinute: number };
+/**
+ * One objective of a tier: the campaign spec's `slo.tiers[].objectives[]` shape, defined once by
+ * `SloObjectiveSchema` in `@fathom/contracts`. Thresholds are the spec's unless a user overrides them.
+ */
+export type Objective = SloObjective;
 
 export interface ObjectiveContext {
   /** Highest trips per minute of any one node, over the last minute. */
@@ -165,11 +151,8 @@ export function kvHitRateVariance(span: Pick<SpanView, 'gpu'>): number | null {
   return variance(rates) ?? null;
 }
 
-/** A tier: an ordered, named set of objectives. Tiers are listed best first. */
-export interface TierSpec {
-  readonly name: string;
-  readonly objectives: readonly Objective[];
-}
+/** A tier: a named set of objectives (the spec's `slo.tiers[]`). Tiers are listed best first. */
+export type TierSpec = Readonly<SloTierSpec>;
 
 /**
  * The spec's tiers. SLO-0 normal: 99.95 %, P99 <= 800 ms, no breaker open, and the monitoring

@@ -48,6 +48,14 @@ export const DEFAULT_TIER_POLICY: TierPolicyConfig = {
   leaveAfter: 3,
 };
 
+/**
+ * The policy a campaign's runs are judged by: its own tiers (`slo.tiers`, best first) when it
+ * defines them, else the spec's SLO-0 and SLO-1; windows, warm-up and hysteresis are the defaults.
+ */
+export function tierPolicyFor(tiers: readonly TierSpec[] | undefined | null): TierPolicyConfig {
+  return tiers?.length ? { ...DEFAULT_TIER_POLICY, tiers } : DEFAULT_TIER_POLICY;
+}
+
 export interface TierEvaluation {
   /** The best tier all of whose objectives hold now (before hysteresis). */
   readonly candidate: string;

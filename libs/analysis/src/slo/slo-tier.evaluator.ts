@@ -1,3 +1,5 @@
+import { SLO_BREACH_TIER } from '@fathom/contracts';
+
 /**
  * SLO tiers (spec, "SLO tiers and circuit breaking"): ordered from best to worst; a run is in
  * the first tier whose every objective holds. Users may define their own list.
@@ -19,8 +21,8 @@ export const DEFAULT_TIERS: readonly TierDefinition[] = [
   { name: 'SLO-1', availability: 0.995, p99Ms: 1200, maxBreakerTripsPerMinute: Number.POSITIVE_INFINITY },
 ];
 
-/** The tier name given when no defined tier holds. */
-export const BREACH_TIER = 'SLO-breach';
+/** The tier name given when no defined tier holds (reserved in the campaign spec's tiers). */
+export const BREACH_TIER = SLO_BREACH_TIER;
 
 export interface TierFigures {
   readonly requests: number;

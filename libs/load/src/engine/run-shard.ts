@@ -15,6 +15,7 @@ import {
 import { errorText } from '../driver/error-class.util';
 import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
 import { WindowRecorder, type RequestSample } from '../measure/window.recorder';
+import { WindowEncoder } from '../measure/window.encoder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
 import {
   constantRateSchedule,
@@ -103,6 +104,8 @@ class ShardEngine {
   private readonly profile: LoadProfile;
   private readonly shard: { index: number; count: number };
   private readonly recorder: WindowRecorder;
+  /** Encodes closed windows in later macrotasks (one histogram each), delivering them in order. */
+  private readonly encoder: WindowEncoder;
   private readonly sleeper = new Sleeper();
   /**
    * In-flight requests in start order. Every request has the same timeout, so this is also
@@ -157,6 +160,10 @@ class ShardEngine {
     this.shard = options.shard;
     this.windowMs = options.windowMs ?? 1000;
     this.recorder = new WindowRecorder(this.shard.index, this.windowMs);
+    this.encoder = new WindowEncoder({
+      deliver: (window) => this.deliverWindow(window),
+      recycle: (histograms) => this.recorder.recycle(histograms),
+    });
     this.sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
     this.gate = options.gate ?? (() => true);
     this.contentCapChars = options.contentCapChars ?? 2048;
@@ -240,14 +247,18 @@ class ShardEngine {
       this.timeoutTimer = null;
       signal.removeEventListener('abort', onAbort);
       this.emitWindow(windowStartMono, Math.max(1, Math.round(performance.now() - windowStartMono)));
+      this.encoder.drain();
       await this.driver.close().catch(() => undefined);
     }
     return this.counts;
   }
 
+  /** Closes the window at once; its histograms are encoded and delivered a few ticks later. */
   private emitWindow(startMono: number, windowMs: number): void {
-    const snapshot = this.recorder.flush(this.epochAt(startMono));
-    snapshot.windowMs = windowMs;
+    this.encoder.push(this.recorder.rotate(this.epochAt(startMono), windowMs));
+  }
+
+  private deliverWindow(snapshot: WindowSnapshot): void {
     this.counts.windows++;
     try {
       this.options.sink.window(snapshot);

@@ -3,6 +3,18 @@ import type { ErrorClass } from '@fathom/contracts';
 import { encodeHistogram, newLatencyHistogram, recordMs } from './latency-histogram.util';
 import type { WindowSnapshot } from './window.snapshot';
 
+/** The four latency histograms of a window, in `histogramsUs` order: e2e, correctedE2e, ttft, itl. */
+export type WindowHistograms = [e2e: Histogram, correctedE2e: Histogram, ttft: Histogram, itl: Histogram];
+
+/** A closed window: final counts, histograms not yet encoded (see `WindowEncoder`). */
+export interface RetiredWindow {
+  counts: Omit<WindowSnapshot, 'histogramsUs'>;
+  histograms: WindowHistograms;
+}
+
+/** Spare histogram sets kept for reuse; more retired sets than this are dropped to the GC. */
+const MAX_SPARE_SETS = 3;
+
 /** What the recorder needs of one finished request. */
 export interface RequestSample {
   e2eMs: number;
@@ -17,14 +29,17 @@ export interface RequestSample {
 /**
  * Accumulates one window of one shard: counts plus four HDR histograms (us). Latency histograms
  * take successful requests only (GuideLLM/vLLM count failures apart); every request counts in
- * `requests`. Memory is the four histograms, reused after each `flush`, whatever the run length.
+ * `requests`. `rotate` closes a window in O(1) (the live histograms are swapped for spare ones)
+ * so the encoding can run later, off the window boundary; `recycle` takes them back for reuse.
+ * Memory is the live set plus at most `MAX_SPARE_SETS` spares, whatever the run length.
  * Single owner (the engine's event loop).
  */
 export class WindowRecorder {
-  private readonly e2e = newLatencyHistogram();
-  private readonly correctedE2e = newLatencyHistogram();
-  private readonly ttft = newLatencyHistogram();
-  private readonly itl = newLatencyHistogram();
+  private e2e = newLatencyHistogram();
+  private correctedE2e = newLatencyHistogram();
+  private ttft = newLatencyHistogram();
+  private itl = newLatencyHistogram();
+  private readonly spares: WindowHistograms[] = [];
   private requests = 0;
   private errors = 0;
   private errorClasses: Record<string, number> = {};
@@ -63,13 +78,25 @@ export class WindowRecorder {
     this.late++;
   }
 
-  /** Ends the current window (epoch start `windowStart`) and starts the next one. */
-  flush(windowStart: number): WindowSnapshot {
-    const snapshot: WindowSnapshot = {
+  /**
+   * Ends the current window (epoch start `windowStart`, length `windowMs`) and starts the next
+   * one, without encoding: the retired histograms are handed over as they are.
+   */
+  rotate(windowStart: number, windowMs = this.windowMs): RetiredWindow {
+    const histograms: WindowHistograms = [this.e2e, this.correctedE2e, this.ttft, this.itl];
+    const next = this.spares.pop();
+    if (next) [this.e2e, this.correctedE2e, this.ttft, this.itl] = next;
+    else {
+      this.e2e = newLatencyHistogram();
+      this.correctedE2e = newLatencyHistogram();
+      this.ttft = newLatencyHistogram();
+      this.itl = newLatencyHistogram();
+    }
+    const counts: RetiredWindow['counts'] = {
       shard: this.shard,
       seq: this.seq++,
       windowStart,
-      windowMs: this.windowMs,
+      windowMs,
       requests: this.requests,
       errors: this.errors,
       errorClasses: this.errorClasses,
@@ -77,21 +104,24 @@ export class WindowRecorder {
       late: this.late,
       inputTokens: this.inputTokens,
       outputTokens: this.outputTokens,
-      histogramsUs: {
-        e2e: take(this.e2e),
-        correctedE2e: take(this.correctedE2e),
-        ttft: take(this.ttft),
-        itl: take(this.itl),
-      },
     };
     this.requests = this.errors = this.dropped = this.late = this.inputTokens = this.outputTokens = 0;
     this.errorClasses = {};
-    return snapshot;
+    return { counts, histograms };
   }
-}
 
-function take(histogram: Histogram): string {
-  const encoded = encodeHistogram(histogram);
-  histogram.reset();
-  return encoded;
+  /** Takes back an encoded window's histograms: cleared here, reused by a later `rotate`. */
+  recycle(histograms: WindowHistograms): void {
+    if (this.spares.length >= MAX_SPARE_SETS) return;
+    for (const h of histograms) h.reset();
+    this.spares.push(histograms);
+  }
+
+  /** Ends the current window and encodes it at once (blocking; the engine uses `rotate`). */
+  flush(windowStart: number, windowMs = this.windowMs): WindowSnapshot {
+    const retired = this.rotate(windowStart, windowMs);
+    const [e2e, correctedE2e, ttft, itl] = retired.histograms.map(encodeHistogram);
+    this.recycle(retired.histograms);
+    return { ...retired.counts, histogramsUs: { e2e, correctedE2e, ttft, itl } };
+  }
 }

@@ -40,6 +40,7 @@ import {
   type TrackedCause,
 } from '@fathom/analysis';
 import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
+import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 
 const SETTLE_POLL_MS = 200;
@@ -126,7 +127,11 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     this.subscriptions.push(
       // Joined side by side: each join waits for the group's rebalance, in series they add up.
       ...(await Promise.all([
-        sub<RunShardCommand>(Topics.runShard, (e) => this.onShard(e)),
+        this.bus.subscribe(
+          Topics.runShard,
+          { group: consumerGroup('analyzer', Topics.runShard), fromBeginning: true },
+          (e) => this.onShard(e),
+        ),
         sub<TelemetryWindow>(Topics.telemetryWindow, (e) => this.onWindow(e)),
         sub<RequestTelemetry>(Topics.requestTelemetry, (e) => this.onRecords(e)),
         sub<SemanticSignal>(Topics.semanticSignal, (e) => this.onSemantic(e)),
@@ -191,6 +196,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async onShard(command: RunShardCommand): Promise<void> {
+    if (isStaleShardCommand(command)) return;
     await this.store('shard-command', Topics.runShard.name, command);
     const state = await this.state(command.runId, command.campaignId);
     state.spec ??= command.spec;

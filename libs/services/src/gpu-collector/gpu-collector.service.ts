@@ -11,6 +11,7 @@ import {
   type SamplingDecision,
   type ScrapeResult,
 } from '@fathom/gpu';
+import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 
 /** The pseudo-URL of the local `nvidia-smi` source (FATHOM_GPU_LOCAL_NVIDIA_SMI=1). */
@@ -67,8 +68,10 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
     this.subscriptions.push(
       // Joined side by side: each join waits for the group's rebalance, in series they add up.
       ...(await Promise.all([
-        this.bus.subscribe(Topics.runShard, { group: consumerGroup('gpu-collector', Topics.runShard) }, (c) =>
-          this.onShard(c),
+        this.bus.subscribe(
+          Topics.runShard,
+          { group: consumerGroup('gpu-collector', Topics.runShard), fromBeginning: true },
+          (c) => this.onShard(c),
         ),
         this.bus.subscribe(
           Topics.runLifecycle,
@@ -135,6 +138,7 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
   }
 
   private onShard(command: RunShardCommand): void {
+    if (isStaleShardCommand(command)) return;
     const urls = [...command.spec.target.metricsUrls, ...(this.localNvidiaSmi ? [LOCAL_NVIDIA_SMI_URL] : [])];
     if (!urls.length || this.runs.has(command.runId)) return;
     const run: ActiveRun = {

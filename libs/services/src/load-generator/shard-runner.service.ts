@@ -9,6 +9,7 @@ import {
   type ShardCounts,
 } from '@fathom/contracts';
 import { runShard } from '@fathom/load';
+import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 import { TelemetryPublisher } from './telemetry.publisher';
 import { LoadMetrics } from './load.metrics';
@@ -52,7 +53,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       ...(await Promise.all([
         this.bus.subscribe(
           Topics.runShard,
-          { group: consumerGroup('load-generator', Topics.runShard) },
+          { group: consumerGroup('load-generator', Topics.runShard), fromBeginning: true },
           (c) => this.onShard(c),
         ),
         this.bus.subscribe(
@@ -78,6 +79,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private onShard(command: RunShardCommand): void {
+    if (isStaleShardCommand(command)) return;
     const key = `${command.runId}/${command.shard.index}`;
     if (this.taken.has(key)) return;
     this.taken.add(key);

@@ -87,4 +87,50 @@ describe('semantic-monitor in a run', () => {
       gpu.some((g) => g.runId === runId && g.samples.some((s) => s.metric === 'kv_cache_usage_ratio')),
     ).toBe(true);
   });
+
+  it('flags planted prompt explosions (nesting amplified past depth 5) and nothing on clean prompts', async () => {
+    sim.faults.clear('hallucination_rate');
+    const run = async (perturbation: Record<string, unknown> | null) => {
+      const { runId } = await sut.campaigns.submit(
+        {
+          name: perturbation ? 'exploded prompts' : 'clean prompts',
+          target: { baseUrl: `${sim.url}/v1` },
+          scenario: {
+            type: 'chat',
+            prompts: ['Explain KV caching.', 'Name three rivers.'],
+            maxTokens: 8,
+            ...(perturbation ? { perturbation } : {}),
+          },
+          load: { concurrency: 2, durationMs: 1000 },
+          reruns: { maxReruns: 0, cooldownMs: 0 },
+        } as never,
+        'api',
+      );
+      await waitForRun(sut.runs, runId, { timeoutMs: 60_000 });
+      const deadline = Date.now() + 15_000;
+      const ofRun = () => signals.filter((s) => s.runId === runId);
+      while (
+        !ofRun().some((s) => s.kind === 'detector' && s.detector === SemanticDetectors.semanticGoodput) &&
+        Date.now() < deadline
+      ) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const stats = ofRun().filter((s) => s.kind === 'token-stats');
+      const explosions = ofRun().filter(
+        (s): s is DetectorSignal => s.kind === 'detector' && s.detector === SemanticDetectors.promptExplosion,
+      );
+      return { stats, explosions };
+    };
+
+    // Strength 1 wraps every prompt in 8 levels of brackets (libs/load perturbation).
+    const exploded = await run({ kind: 'nesting-amplification', strength: 1, seed: 7 });
+    expect(exploded.stats.length).toBeGreaterThan(0);
+    expect(exploded.explosions).toHaveLength(exploded.stats.length);
+    expect(exploded.explosions[0].figures).toMatchObject({ depthExceeded: 1 });
+    expect(exploded.explosions[0].figures.depth).toBeGreaterThan(5);
+
+    const clean = await run(null);
+    expect(clean.stats.length).toBeGreaterThan(0);
+    expect(clean.explosions).toEqual([]);
+  });
 });

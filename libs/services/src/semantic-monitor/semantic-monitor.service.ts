@@ -27,6 +27,7 @@ import {
   type RequestLatencySlo,
   type ResponseAssessment,
 } from '@fathom/semantic';
+import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 import { tokenStats } from './token-stats.util';
 
@@ -83,7 +84,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       ...(await Promise.all([
         this.bus.subscribe(
           Topics.runShard,
-          { group: consumerGroup('semantic-monitor', Topics.runShard) },
+          { group: consumerGroup('semantic-monitor', Topics.runShard), fromBeginning: true },
           (c) => this.onShard(c),
         ),
         this.bus.subscribe(
@@ -135,6 +136,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   }
 
   private onShard(command: RunShardCommand): void {
+    if (isStaleShardCommand(command)) return;
     const run = this.run(command.campaignId, command.runId);
     run.shardCount = command.shard.count;
     const slo = command.spec.slo;

@@ -29,6 +29,7 @@ export class ShadowInputError extends FieldValidationError {
  */
 @Injectable()
 export class ShadowService implements OnApplicationShutdown {
+  private sendSeq = 0;
   private readonly logger = new Logger(ShadowService.name);
   private readonly running = new Map<string, Promise<void>>();
   private readonly subscriptions = new Set<Subscription>();
@@ -128,11 +129,18 @@ export class ShadowService implements OnApplicationShutdown {
   /** `line` is already redacted. */
   private async replay(id: string, config: ShadowCampaignInput, line: ShadowLine): Promise<void> {
     const body = { ...line.body, model: config.model, max_tokens: config.maxTokens };
-    const [primary, secondary, candidate] = await Promise.all(
-      [config.primary, config.secondary, config.candidate].map((t) =>
-        callChatTarget(t, body, config.requestTimeoutMs),
-      ),
+    // The send order rotates per request: whichever target is sent first gets a head start, and
+    // a fixed order (candidate always last) showed up as a candidate latency "difference".
+    const targets = [config.primary, config.secondary, config.candidate];
+    const first = this.sendSeq++ % targets.length;
+    const observed: Array<Awaited<ReturnType<typeof callChatTarget>>> = [];
+    await Promise.all(
+      targets.map(async (_, k) => {
+        const i = (first + k) % targets.length;
+        observed[i] = await callChatTarget(targets[i], body, config.requestTimeoutMs);
+      }),
     );
+    const [primary, secondary, candidate] = observed;
     let simPS: number | null = null;
     let simPC: number | null = null;
     if (config.embeddings && primary.ok && secondary.ok && candidate.ok) {

@@ -93,9 +93,14 @@ describe('shadow testing against three simulated targets', () => {
 
   it('reports a raised hallucination rate, with the noise floor beside it', async () => {
     const campaign = await shadow(hallucinating);
-    expect(differences(campaign)).toEqual(['document-qa:hallucinationRisk', 'summary:hallucinationRisk']);
+    // Latency is judged on 8 samples an intent: a planted span changes the generated text, so a
+    // few milliseconds of latency difference may come with it; the risk difference must.
+    expect(differences(campaign).filter((d) => !d.endsWith(':e2eMs') && !d.endsWith(':ttftMs'))).toEqual([
+      'document-qa:hallucinationRisk',
+      'summary:hallucinationRisk',
+    ]);
     for (const group of campaign.report?.groups ?? []) {
-      const risk = group.differences[0];
+      const risk = group.differences.find((d) => d.metric === 'hallucinationRisk')!;
       expect(risk.noiseFloor).toBeGreaterThanOrEqual(0);
       expect(risk.candidateDifference).toBeGreaterThan(risk.noiseFloor);
     }

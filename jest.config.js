@@ -27,6 +27,10 @@ const SERIAL = [
   'libs/load/src/driver/rag-retrieve-budget.int-spec.ts',
   'libs/gpu/src/scrape/sim-knee.int-spec.ts',
   'libs/semantic/src/monitor/hallucination-recall.int-spec.ts',
+  'libs/load/src/engine/run-shard.spec.ts',
+  'libs/load/src/driver/agents-workflow.driver.int-spec.ts',
+  'libs/services/src/orchestrator/run-abort.int-spec.ts',
+  'libs/sim/src/faults/faults.int-spec.ts',
 ].map((path) => `<rootDir>/${path}`);
 
 const common = {

@@ -1,7 +1,7 @@
 /**
  * Embedders: ms per sentence and embeddings per second (USE-lite, batches of 16), and the
  * cosine of paraphrase vs unrelated pairs. Prints figures; never fails.
- * Run: node -r ./bench/sim-target/ts-register.js bench/semantic-embedding.bench.ts [sentences]
+ * Run: node -r ./bench/ts-register.js bench/semantic-embedding.bench.ts [sentences]
  */
 import { UseLiteEmbedder, cosineSimilarity } from '@fathom/semantic';
 

@@ -1,7 +1,7 @@
 /**
  * Hallucination-risk precision and recall against the simulated target's planted spans, and the
  * detector's throughput (tokens assessed per second, parse excluded). Prints figures; never fails.
- * Run: node -r ./bench/sim-target/ts-register.js bench/semantic-hallucination.bench.ts [requests]
+ * Run: node -r ./bench/ts-register.js bench/semantic-hallucination.bench.ts [requests]
  *
  * Measured here (300 responses, 2 shared cores): span recall and precision 1.000, token recall
  * 1.000, token precision 1.000 (top_logprobs 5) / 0.979-0.986 (20); no flag on clean runs;

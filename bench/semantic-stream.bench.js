@@ -2,11 +2,7 @@
 'use strict';
 const path = require('path');
 const root = path.join(__dirname, '..');
-const swc = require(path.join(root,'node_modules/@swc/core'));
-const fs = require('fs'); const Module = require('module');
-const cfg = JSON.parse(fs.readFileSync(path.join(root,'.swcrc'),'utf8')); delete cfg.$schema; cfg.jsc.baseUrl=root;
-require.extensions['.ts'] = (m, f) => m._compile(swc.transformSync(fs.readFileSync(f,'utf8'), {...cfg, filename: f, swcrc:false}).code, f);
-const orig = Module._resolveFilename; Module._resolveFilename = function(r, ...a){ if (r==='@fathom/contracts') r=path.join(root,'libs/contracts/src/index.ts'); return orig.call(this, r, ...a); };
+require('./ts-register');
 const { SseDecoder, ChatStreamAssembler, assessHallucinationRisk } = require(path.join(root,'libs/semantic/src/index.ts'));
 const chunk = (i) => `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"tok${i}"},"logprobs":{"content":[{"token":"tok${i}","logprob":-0.5,"bytes":[1],"top_logprobs":[${Array.from({length:5},(_,k)=>`{"token":"a${k}","logprob":${-0.5-k},"bytes":null}`).join(',')}]}]},"finish_reason":null}]}\n\n`;
 const text = Array.from({length:1000}, (_, i) => chunk(i)).join('');

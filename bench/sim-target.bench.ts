@@ -1,6 +1,6 @@
 /**
  * How fast the simulated target streams, on one core (its server is one Node process).
- * Run: node -r ./bench/sim-target/ts-register.js bench/sim-target.bench.ts [seconds] [concurrency]
+ * Run: node -r ./bench/ts-register.js bench/sim-target.bench.ts [seconds] [concurrency]
  *
  * The server runs in a child process with a near-zero timeScale (model time barely costs wall
  * time) and a large batch, so the figure is the CPU ceiling of the HTTP/SSE path, not the
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const configPath = join(tmpdir(), `sim-bench-${process.pid}.yaml`);
   writeFileSync(configPath, 'timeScale: 0.001\nengine: { maxNumSeqs: 512, maxNumBatchedTokens: 65536, numBlocks: 65536 }\nrag: { initialIndexSize: 0 }\n');
   const root = join(__dirname, '..');
-  const child = spawn(process.execPath, ['-r', join(__dirname, 'sim-target', 'ts-register.js'), join(root, 'apps/sim-target/src/main.ts')], {
+  const child = spawn(process.execPath, ['-r', join(__dirname, 'ts-register.js'), join(root, 'apps/sim-target/src/main.ts')], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SIM_CONFIG: configPath },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

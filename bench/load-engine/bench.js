@@ -49,7 +49,7 @@ function timed(cmd, args, env = {}) {
 
 function nodeClient(script, args, preload) {
   const r = timed(process.execPath, [
-    ...(preload ? ['-r', join(here, 'ts-register.js')] : []),
+    ...(preload ? ['-r', join(here, '..', 'ts-register.js')] : []),
     join(here, script),
     ...args,
   ]);

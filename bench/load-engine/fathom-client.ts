@@ -1,6 +1,6 @@
 // Fathom's engine as a bench client: a closed profile, full accounting (every request recorded,
 // HDR windows merged), CPU measured in-process around the run. Prints one JSON line.
-// Usage: node -r ./bench/load-engine/ts-register.js bench/load-engine/fathom-client.ts URL CONCURRENCY SECONDS stream|json
+// Usage: node -r ./bench/ts-register.js bench/load-engine/fathom-client.ts URL CONCURRENCY SECONDS stream|json
 import { CampaignSpecSchema } from '@fathom/contracts';
 import { mergeWindows, runShard, type WindowSnapshot } from '@fathom/load';
 

@@ -35,7 +35,7 @@ function parent(windows, rounds) {
 }
 
 function child(mode, windows) {
-  require('./ts-register');
+  require('../ts-register');
   const { WindowRecorder } = require('../../libs/load/src/measure/window.recorder.ts');
   const { WindowEncoder } = require('../../libs/load/src/measure/window.encoder.ts');
   const recorder = new WindowRecorder(0, 1000);

@@ -30,6 +30,20 @@ describe('semantic-monitor in a run', () => {
     await sut.bus.subscribe(Topics.semanticSignal, { group: 'test-semantic' }, (s) => void signals.push(s));
     await sut.bus.subscribe(Topics.gpuTelemetry, { group: 'test-gpu' }, (g) => void gpu.push(g));
   });
+  /** Waits for the run and for the monitor's last word on it (its semantic-goodput signal). */
+  async function signalsOfFinishedRun(runId: string): Promise<() => SemanticSignal[]> {
+    await waitForRun(sut.runs, runId, { timeoutMs: 60_000 });
+    const ofRun = () => signals.filter((s) => s.runId === runId);
+    const deadline = Date.now() + 15_000;
+    while (
+      !ofRun().some((s) => s.kind === 'detector' && s.detector === SemanticDetectors.semanticGoodput) &&
+      Date.now() < deadline
+    ) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return ofRun;
+  }
+
   afterAll(async () => {
     await sut?.close();
     await sim?.close();
@@ -56,15 +70,7 @@ describe('semantic-monitor in a run', () => {
       } as never,
       'api',
     );
-    await waitForRun(sut.runs, runId, { timeoutMs: 60_000 });
-    const deadline = Date.now() + 15_000;
-    const ofRun = () => signals.filter((s) => s.runId === runId);
-    while (
-      !ofRun().some((s) => s.kind === 'detector' && s.detector === SemanticDetectors.semanticGoodput) &&
-      Date.now() < deadline
-    ) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const ofRun = await signalsOfFinishedRun(runId);
     const stats = ofRun().filter((s): s is TokenStatsSignal => s.kind === 'token-stats');
     const detectors = ofRun().filter((s): s is DetectorSignal => s.kind === 'detector');
     const risks = detectors.filter((d) => d.detector === SemanticDetectors.hallucinationRisk);
@@ -106,15 +112,7 @@ describe('semantic-monitor in a run', () => {
         } as never,
         'api',
       );
-      await waitForRun(sut.runs, runId, { timeoutMs: 60_000 });
-      const deadline = Date.now() + 15_000;
-      const ofRun = () => signals.filter((s) => s.runId === runId);
-      while (
-        !ofRun().some((s) => s.kind === 'detector' && s.detector === SemanticDetectors.semanticGoodput) &&
-        Date.now() < deadline
-      ) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      const ofRun = await signalsOfFinishedRun(runId);
       const stats = ofRun().filter((s) => s.kind === 'token-stats');
       const explosions = ofRun().filter(
         (s): s is DetectorSignal => s.kind === 'detector' && s.detector === SemanticDetectors.promptExplosion,

@@ -1,3 +1,5 @@
+import { cosineSimilarity } from '../embedding/embedding-drift.util';
+
 /** One agent's state at one step of a multi-agent run. */
 export interface AgentStep {
   agentId: string;
@@ -52,17 +54,16 @@ export function oscillationScore(steps: readonly AgentStep[]): OscillationScore 
 }
 
 function cosineDistance(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  if (na === 0 || nb === 0) return na === nb ? 0 : 1;
-  return 1 - dot / Math.sqrt(na * nb);
+  // Two zero vectors have not moved apart; a zero vector against any other has no direction.
+  const zeroA = isZero(a);
+  const zeroB = isZero(b);
+  if (zeroA || zeroB) return zeroA && zeroB ? 0 : 1;
+  return 1 - cosineSimilarity(a, b);
+}
+
+function isZero(v: ArrayLike<number>): boolean {
+  for (let i = 0; i < v.length; i++) if (v[i] !== 0) return false;
+  return true;
 }
 
 /** What one agent holds and whether it moved forward at one step. */

@@ -439,6 +439,35 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         });
       });
 
+      it('keeps one baseline of a name per run and finds it by run', async () => {
+        const campaign = await newCampaign();
+        const run = await newRun();
+        const first = await sut.baselines.save({
+          campaignId: campaign.id,
+          name: 'semantic-responses',
+          runId: run.id,
+          data: { items: 3 },
+        });
+        const again = await sut.baselines.save({
+          campaignId: campaign.id,
+          name: 'semantic-responses',
+          runId: run.id,
+          data: { items: 99 },
+        });
+        const other = await sut.baselines.save({
+          campaignId: campaign.id,
+          name: 'latency',
+          runId: run.id,
+          data: {},
+        });
+
+        expect(again).toEqual(first);
+        expect(first.runId).toBe(run.id);
+        expect(await sut.baselines.forRun(run.id, 'semantic-responses')).toEqual(first);
+        expect(await sut.baselines.forRun(run.id, 'latency')).toEqual(other);
+        expect(await sut.baselines.forRun(uid('no-run'), 'semantic-responses')).toBeNull();
+      });
+
       it('returns null for a campaign without baselines', async () => {
         const campaign = await newCampaign();
         expect(await sut.baselines.latestForCampaign(campaign.id)).toBeNull();

@@ -130,4 +130,15 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX shadow_samples_campaign_idx ON shadow_samples (shadow_campaign_id, created_at)`,
     ],
   },
+  {
+    version: 3,
+    name: 'baselines-run-id',
+    statements: [
+      // The run a baseline was recorded from (a campaign spec may pin `compareWith: { runId }`).
+      // No foreign key: a baseline stays usable after its run row is pruned.
+      `ALTER TABLE baselines ADD COLUMN run_id text`,
+      // One baseline of a kind per run: a redelivered end-of-run must not store a second copy.
+      `CREATE UNIQUE INDEX baselines_run_id_name_idx ON baselines (run_id, name) WHERE run_id IS NOT NULL`,
+    ],
+  },
 ];

@@ -3,6 +3,7 @@ export * from './topics';
 export * from './events/campaign.event';
 export * from './events/run.event';
 export * from './events/telemetry.event';
+export * from './events/tool-call.event';
 export * from './events/signal.event';
 export * from './events/state.event';
 export * from './events/report.event';

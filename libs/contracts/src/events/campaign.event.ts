@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ToolContractSchema, ToolFallbackSchema } from './tool-call.event';
 
 /** The tier a run is in when no tier's objectives hold (reserved: no user tier may be named so). */
 export const SLO_BREACH_TIER = 'SLO-breach';
@@ -242,6 +243,8 @@ export const HttpStepSchema = z
     /** Steps that must finish (with every assertion passing) before this one starts. */
     dependsOn: z.array(z.string()).default([]),
     assertions: z.array(StepAssertionSchema).default([]),
+    /** The step calls a tool: its answers are checked against this declared contract (schema drift). */
+    contract: ToolContractSchema.optional(),
   })
   .strict();
 export type HttpStep = z.infer<typeof HttpStepSchema>;
@@ -307,6 +310,12 @@ export const ToolChainScenarioSchema = z
             /** Where Fathom POSTs the model's arguments (appended to the target's origin). */
             invokePath: z.string().startsWith('/'),
             headers: z.record(z.string(), z.string()).default({}),
+            /** Declared response contract: answers are checked against it (schema drift). */
+            contract: ToolContractSchema.optional(),
+            /** Main-path timeout of one call (spec: 800 ms); absent: only the request timeout. */
+            timeoutMs: z.number().int().positive().optional(),
+            /** Called instead when the main call times out, answers 5xx or breaks its contract. */
+            fallback: ToolFallbackSchema.optional(),
           })
           .strict(),
       )

@@ -39,6 +39,14 @@ export const DetectorSignalSchema = z.object({
   severity: z.enum(['info', 'warning', 'critical']),
   message: z.string(),
   figures: z.record(z.string(), z.number()),
+  /**
+   * Text facts of the finding that are not numbers (schema drift: tool, version, path, change).
+   * Optional: older monitors send none.
+   */
+  labels: z
+    .record(z.string().max(64), z.string().max(300))
+    .refine((l) => Object.keys(l).length <= 16, { message: 'at most 16 labels' })
+    .optional(),
 });
 
 export const SemanticSignalSchema = z.discriminatedUnion('kind', [

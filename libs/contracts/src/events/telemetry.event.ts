@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { envelopeShape } from '../envelope';
+import { MAX_TOOL_CALLS_PER_RECORD, ToolCallObservationSchema } from './tool-call.event';
 
 export const ErrorClassSchema = z.enum([
   'timeout',
@@ -67,6 +68,11 @@ export const RequestRecordSchema = z.object({
    * the semantic-monitor judges prompt explosion (nesting depth, token surge) only when present.
    */
   prompt: z.string().optional(),
+  /**
+   * The tool calls inside the request, each with the observed shape of its JSON answer (never the
+   * body). Optional: set by the tool-chain and HTTP DAG drivers; older generators lack it.
+   */
+  toolCalls: z.array(ToolCallObservationSchema).max(MAX_TOOL_CALLS_PER_RECORD).optional(),
 });
 export type RequestRecord = z.infer<typeof RequestRecordSchema>;
 

@@ -285,3 +285,6 @@ function sameSet(a: Set<string>, b: Set<string>): boolean {
   for (const x of a) if (!b.has(x)) return false;
   return true;
 }
+
+/** For the observed-shape check: the same `$ref` resolution and `type` reading as the diff. */
+export { resolve as resolveSchemaRef, typesOf as schemaTypesOf };

@@ -98,6 +98,7 @@ export class BodyWriter {
     if (this.closed) return;
     if (this.bytesPerSecond === null) {
       this.res.write(text);
+      this.flush();
       return;
     }
     this.queue += text;
@@ -118,6 +119,17 @@ export class BodyWriter {
     this.res.destroy();
   }
 
+  /**
+   * Hands what was written to the kernel now. Node's ServerResponse corks the socket on a chunked
+   * write and uncorks it on the next tick, so every event written in one task (a decode step's
+   * tokens for every running sequence) would leave together at the end of the task: later than
+   * the ground truth's emit stamps, and unlike a real server that sends each chunk as it is made.
+   */
+  private flush(): void {
+    const socket = this.res.socket;
+    while (socket !== null && socket.writableCorked > 0) socket.uncork();
+  }
+
   private pump(): void {
     if (this.timer !== null) return;
     const slice = Math.max(1, Math.floor((this.bytesPerSecond ?? 1) / 10));
@@ -127,6 +139,7 @@ export class BodyWriter {
       const part = this.queue.slice(0, slice);
       this.queue = this.queue.slice(slice);
       this.res.write(part);
+      this.flush();
       if (this.queue.length > 0) this.pump();
       else if (this.ending) this.res.end();
     }, 100);

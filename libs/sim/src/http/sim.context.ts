@@ -15,6 +15,18 @@ export interface SimContext {
   nextRequestNumber(): number;
 }
 
+/**
+ * `epochNowMs() - CLOCK_MONOTONIC ms`, constant for the process: performance.now() and
+ * process.hrtime() both read libuv's monotonic clock. A client on the same host converts the
+ * ground truth's epoch stamps to the shared monotonic clock with it, exactly; two processes'
+ * `performance.timeOrigin` alone disagree by up to ~0.1 ms.
+ */
+export function epochMinusMonotonicMs(): number {
+  const before = performance.now();
+  const monotonicMs = Number(process.hrtime.bigint()) / 1e6;
+  return performance.timeOrigin + (before + performance.now()) / 2 - monotonicMs;
+}
+
 /** Wall epoch ms with sub-ms precision. */
 export function epochNowMs(): number {
   return performance.timeOrigin + performance.now();

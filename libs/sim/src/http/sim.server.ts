@@ -23,7 +23,7 @@ import { GroundTruthStore } from './ground-truth.store';
 import { handleChat, handleCompletion, injectedServerError } from './generation.handler';
 import { ApiError, readJson, sendError, sendJson, sendText, zodToApiError } from './http.util';
 import { embeddingRequestSchema } from './openai.schemas';
-import type { SimContext } from './sim.context';
+import { epochMinusMonotonicMs, type SimContext } from './sim.context';
 
 export interface SimTargetOptions {
   port?: number;
@@ -159,6 +159,8 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
           groundTruthRecords: groundTruth.size,
           ragIndexSize: rag.size,
         });
+      case 'GET /sim/clock':
+        return sendJson(res, 200, { epochMinusMonotonicMs: epochMinusMonotonicMs() });
       case 'GET /sim/faults':
         return sendJson(res, 200, { faults: faults.list(), kinds: FAULT_KINDS });
       case 'POST /sim/faults': {

@@ -56,9 +56,10 @@ export interface RunShardOptions {
   contentCapChars?: number;
   /**
    * Synchronous observer of every finished request, sampled or not (joins with server-side ground
-   * truth, e.g. `serverRequestId`). Runs on the hot path: it must be cheap and must not throw.
+   * truth, e.g. `serverRequestId`). `sentMono` is the performance.now() of the actual send, from
+   * which `chunkOffsetsMs` count. Runs on the hot path: it must be cheap and must not throw.
    */
-  tap?: (requestId: string, outcome: DriverOutcome) => void;
+  tap?: (requestId: string, outcome: DriverOutcome, sentMono: number) => void;
 }
 
 export interface AdaptiveTrace {
@@ -92,6 +93,11 @@ const CLOSED_DEFAULT: LoadProfile = { type: 'closed', seed: 1, thinkTimeMs: 0, t
 /** A gated virtual user waits this long before it asks the gate again (no busy loop). */
 const GATED_BACKOFF_MS = 100;
 const ADAPTIVE_TRACE_CAP = 600;
+
+/** Resolves in a later macrotask (after the event loop's next poll for I/O). */
+function nextMacrotask(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 /** Runs shard `shard.index` of `shard.count` of a campaign until its duration ends or `signal` aborts. */
 export async function runShard(options: RunShardOptions): Promise<ShardResult> {
@@ -359,7 +365,7 @@ class ShardEngine {
     this.cancels.delete(cancel);
     this.inFlight--;
     this.account(outcome, requestId, intendedMono, startMono, item);
-    this.options.tap?.(requestId, outcome);
+    this.options.tap?.(requestId, outcome, startMono + (outcome.sendDelayMs ?? 0));
     const slot = this.slotWaiter;
     this.slotWaiter = null;
     slot?.();
@@ -464,7 +470,16 @@ class ShardEngine {
         intended = performance.now();
       }
     };
-    await Promise.all(Array.from({ length: users }, (_, i) => user(firstUser + i)));
+    // Users start one per macrotask: starting a request costs tens of us to ms (connecting,
+    // building the request), and 200 of them in one task would hold every response byte that
+    // arrives meanwhile, i.e. late timestamps for the first users' first tokens. Between two
+    // starts the event loop polls the sockets.
+    const running: Promise<void>[] = [];
+    for (let i = 0; i < users && !this.stopped; i++) {
+      if (i > 0) await nextMacrotask();
+      running.push(user(firstUser + i));
+    }
+    await Promise.all(running);
   }
 
   /**

@@ -1,0 +1,169 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { request } from 'undici';
+import { CampaignSpecSchema } from '@fathom/contracts';
+import type { DriverOutcome } from '../driver/request-outcome';
+import { runShard, type ShardResult } from '../engine/run-shard';
+import { startSimProcess } from './sim-process';
+
+/**
+ * Fathom's TTFT and inter-token timings against the simulated target's ground truth (its write
+ * time of every token, GET /sim/requests/:id), for the timing test and bench/load-engine.
+ *
+ * What Fathom adds to a timing is the delay between a token reaching the wire (the target's write)
+ * and Fathom's stamp of it. So per token: receipt - emit, both on CLOCK_MONOTONIC (the target
+ * converts its epoch stamps with GET /sim/clock, we convert performance.now()). TTFT error =
+ * |our TTFT - (first emit - our send)| = |our first receipt - first emit|; ITL error = |our gap -
+ * the target's gap|. The target's accept/parse time before it stamps arrival is server latency
+ * the user really waits for: it is reported (`sendToTargetArrivalMs`), not counted.
+ */
+export interface TimingAccuracy {
+  streams: number;
+  gaps: number;
+  counts: ShardResult;
+  /** Streams whose chunk count differs from the target's token count (should be 0). */
+  mismatched: number;
+  /** Ground truth whose `x-fathom-request` is not ours (should be 0). */
+  misjoined: number;
+  ttftErrorMs: Quantiles;
+  itlErrorMs: Quantiles;
+  sendToTargetArrivalMs: Quantiles & { p01: number };
+  clientLoopDelayMs: { p99: number; max: number };
+  /** CPU time of this process (user + system) during the measured run. */
+  clientCpuMs: number;
+}
+export interface Quantiles {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+interface GroundTruth {
+  arrivalEpochMs: number;
+  tokenEmitEpochMs: number[];
+  fathomRequestId: string | null;
+}
+
+export interface TimingAccuracyOptions {
+  concurrency: number;
+  durationMs: number;
+  maxTokens: number;
+  /** A first run whose results are dropped (JIT, connection set-up). */
+  warmupMs?: number;
+}
+
+export async function measureTimingAccuracy(options: TimingAccuracyOptions): Promise<TimingAccuracy> {
+  const sim = await startSimProcess({
+    seed: 7,
+    engine: { maxNumSeqs: Math.max(256, options.concurrency), maxNumBatchedTokens: 16384, numBlocks: 16384 },
+    output: { hallucinationRate: 0 },
+  });
+  try {
+    const clock = (await (await request(`${sim.url}/sim/clock`)).body.json()) as {
+      epochMinusMonotonicMs: number;
+    };
+    const perfToMonotonic = monotonicMinusPerfNowMs();
+    const spec = CampaignSpecSchema.parse({
+      name: 'sim-timing',
+      target: { baseUrl: `${sim.url}/v1` },
+      scenario: {
+        type: 'chat',
+        model: 'fathom-sim-8b',
+        prompts: ['Explain prefix caching.', 'Name three rivers.'],
+        maxTokens: options.maxTokens,
+      },
+      load: { concurrency: options.concurrency, durationMs: options.durationMs, requestTimeoutMs: 20000 },
+    });
+    const received = new Map<string, { outcome: DriverOutcome; sentMonotonicMs: number }>();
+    const run = (durationMs: number, tap?: (id: string, o: DriverOutcome, sentMono: number) => void) =>
+      runShard({
+        spec: { ...spec, load: { ...spec.load, durationMs } },
+        shard: { index: 0, count: 1 },
+        runId: 'sim-accuracy',
+        campaignId: 'c',
+        generatorId: 'g',
+        sink: { record: () => undefined, window: () => undefined },
+        signal: new AbortController().signal,
+        ...(tap ? { tap } : {}),
+      });
+    if (options.warmupMs) await run(options.warmupMs);
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    const cpuBefore = process.cpuUsage();
+    const counts = await run(options.durationMs, (id, outcome, sentMono) =>
+      received.set(id, { outcome, sentMonotonicMs: sentMono + perfToMonotonic }),
+    );
+    loop.disable();
+    const cpu = process.cpuUsage(cpuBefore);
+
+    const ttftErrors: number[] = [];
+    const gapErrors: number[] = [];
+    const sendToArrival: number[] = [];
+    let mismatched = 0;
+    let misjoined = 0;
+    const entries = [...received.entries()];
+    for (let i = 0; i < entries.length; i += 25) {
+      await Promise.all(
+        entries.slice(i, i + 25).map(async ([requestId, { outcome, sentMonotonicMs }]) => {
+          const response = await request(`${sim.url}/sim/requests/${outcome.serverRequestId}`);
+          const truth = (await response.body.json()) as GroundTruth;
+          if (truth.fathomRequestId !== requestId) {
+            misjoined++;
+            return;
+          }
+          const ours = outcome.chunkOffsetsMs;
+          if (ours.length !== truth.tokenEmitEpochMs.length || ours.length === 0) {
+            mismatched++;
+            return;
+          }
+          const emit = truth.tokenEmitEpochMs.map((t) => t - clock.epochMinusMonotonicMs);
+          ttftErrors.push(Math.abs(sentMonotonicMs + ours[0] - emit[0]));
+          sendToArrival.push(truth.arrivalEpochMs - clock.epochMinusMonotonicMs - sentMonotonicMs);
+          for (let k = 1; k < ours.length; k++)
+            gapErrors.push(Math.abs(ours[k] - ours[k - 1] - (emit[k] - emit[k - 1])));
+        }),
+      );
+    }
+    return {
+      streams: received.size,
+      gaps: gapErrors.length,
+      counts,
+      mismatched,
+      misjoined,
+      ttftErrorMs: quantiles(ttftErrors),
+      itlErrorMs: quantiles(gapErrors),
+      sendToTargetArrivalMs: {
+        ...quantiles(sendToArrival),
+        p01: quantile(
+          sendToArrival.sort((a, b) => a - b),
+          0.01,
+        ),
+      },
+      clientLoopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+      clientCpuMs: (cpu.user + cpu.system) / 1000,
+    };
+  } finally {
+    await sim.close();
+  }
+}
+
+/** performance.now() + this = CLOCK_MONOTONIC ms, the clock every process on the host shares. */
+function monotonicMinusPerfNowMs(): number {
+  const before = performance.now();
+  const monotonicMs = Number(process.hrtime.bigint()) / 1e6;
+  return monotonicMs - (before + performance.now()) / 2;
+}
+
+function quantiles(values: number[]): Quantiles {
+  const sorted = [...values].sort((a, b) => a - b);
+  return {
+    p50: quantile(sorted, 0.5),
+    p90: quantile(sorted, 0.9),
+    p99: quantile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? NaN,
+  };
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1))] ?? NaN;
+}

@@ -5,6 +5,7 @@ import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/
 import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
+import { Http1Client, type Http1Connection, type Http1Exchange } from '../transport/http1.client';
 
 export interface HttpTarget {
   baseUrl: string;
@@ -23,18 +24,28 @@ const ERROR_BODY_CAP = 2048;
 
 /**
  * OpenAI-compatible chat/completions and legacy completions, streaming or not. Timing contract:
- * every content-bearing SSE payload gets the performance.now() of the network chunk that carried
- * it, minus the moment the request was written to the socket (undici's onRequestSent; waiting for
- * a pooled connection and connecting are client time, reported as `sendDelayMs`); TTFT is the first such offset (vLLM/GuideLLM: first chunk
- * with content), the inter-token latencies are the gaps between consecutive offsets.
+ * every content-bearing SSE payload gets the performance.now() of the socket read that carried
+ * it, minus the moment the request was written to the socket (waiting for a pooled connection
+ * and connecting are client time, reported as `sendDelayMs`); TTFT is the first such offset
+ * (vLLM/GuideLLM: first chunk with content), the inter-token latencies are the gaps between
+ * consecutive offsets.
+ *
+ * Transport: `http:` targets go through Fathom's own HTTP/1.1 client (libs/load/src/transport:
+ * one pre-serialised request head, one socket write, a minimal response parser; undici and
+ * Node's stream layer were ~60 % of the client's busy CPU, bench/RESULTS.md). `https:` targets
+ * keep undici: the own client speaks plain TCP only, and TLS costs dwarf the parsing there.
  */
 export class OpenAiChatDriver implements RequestDriver {
-  private readonly pool: Pool;
+  private readonly pool: Pool | null;
+  private readonly http1: Http1Client | null;
   private readonly origin: string;
   private readonly path: string;
   /** Flat [name, value, ...] list: undici takes it without re-walking an object per request. */
   private readonly staticHeaders: string[];
-  /** Request bodies per dataset item: the same item always sends the same JSON. */
+  /**
+   * Request bodies per dataset item: the same item always sends the same JSON. For the own
+   * client the cached text is the request's tail (`content-length`, blank line, body).
+   */
   private readonly bodies = new WeakMap<DriverRequest['item'], string>();
 
   constructor(
@@ -48,13 +59,6 @@ export class OpenAiChatDriver implements RequestDriver {
     );
     this.origin = origin;
     this.path = path;
-    // Our own timer (requestTimeoutMs) bounds each request; undici's timers are switched off.
-    this.pool = new Pool(origin, {
-      connections: options.connections,
-      pipelining: 1,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    });
     this.staticHeaders = [
       'content-type',
       'application/json',
@@ -62,12 +66,35 @@ export class OpenAiChatDriver implements RequestDriver {
       scenario.stream ? 'text/event-stream' : 'application/json',
       ...(target.apiKey ? ['authorization', `Bearer ${target.apiKey}`] : []),
     ];
+    // Our own timer (requestTimeoutMs) bounds each request; neither client runs timers of its own.
+    if (new URL(origin).protocol === 'http:') {
+      const headers: Record<string, string> = {};
+      for (let i = 0; i < this.staticHeaders.length; i += 2)
+        headers[this.staticHeaders[i]] = this.staticHeaders[i + 1];
+      this.http1 = new Http1Client({
+        origin,
+        method: 'POST',
+        path,
+        headers,
+        connections: options.connections,
+      });
+      this.pool = null;
+    } else {
+      this.http1 = null;
+      this.pool = new Pool(origin, {
+        connections: options.connections,
+        pipelining: 1,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    }
   }
 
   private body(request: DriverRequest): string {
     let body = this.bodies.get(request.item);
     if (body === undefined) {
       body = this.renderBody(request);
+      if (this.http1 !== null) body = Http1Client.bodyTail(body);
       this.bodies.set(request.item, body);
     }
     return body;
@@ -97,9 +124,10 @@ export class OpenAiChatDriver implements RequestDriver {
   }
 
   /**
-   * One request through undici's dispatch API (no stream objects, promises or AbortSignal per
-   * request: the hot path of a load generator). The handler is one `ChatCall` object whose
-   * methods undici calls (no closures per request). Resolves exactly once, never rejects.
+   * One request through the own HTTP/1.1 client (http:) or undici's dispatch API (https:); no
+   * stream objects or AbortSignal per request: the hot path of a load generator. Either way the
+   * handler is one `ChatCall` object whose methods the client calls (no closures per request
+   * beyond the cancel listener). Resolves exactly once, never rejects.
    */
   execute(request: DriverRequest): Promise<DriverOutcome> {
     if (!request.gate(this.path))
@@ -120,7 +148,18 @@ export class OpenAiChatDriver implements RequestDriver {
       const call = new ChatCall(this, request, resolve);
       request.cancel.onAbort((reason) => call.cancel(reason));
       if (call.settled) return;
-      this.pool.dispatch(
+      const http1 = this.http1;
+      if (http1 !== null) {
+        try {
+          call.http1Request = http1.requestText(request.headers, this.body(request));
+        } catch (error) {
+          call.cancel(error as Error);
+          return;
+        }
+        http1.dispatch(call);
+        return;
+      }
+      this.pool!.dispatch(
         {
           origin: this.origin,
           path: this.path,
@@ -180,7 +219,12 @@ export class OpenAiChatDriver implements RequestDriver {
   }
 
   close(): Promise<void> {
-    return this.pool.close();
+    return this.http1 !== null ? this.http1.close() : this.pool!.close();
+  }
+
+  /** Ends a request on the own client (timeout, abort, a malformed stream): frees its socket. */
+  cancelHttp1(call: ChatCall, reason: Error): void {
+    this.http1!.cancel(call, reason);
   }
 
   /** For the engine's log line and the breaker gate. */
@@ -190,13 +234,15 @@ export class OpenAiChatDriver implements RequestDriver {
 }
 
 /**
- * One chat request in flight: undici's dispatch handler (undici calls these methods on the
- * object) and the state its outcome is built from. Offsets run from the moment the request was
- * on the socket (onRequestSent); until then from the engine's start, so a request that never got
- * sent still has a duration.
+ * One chat request in flight: the own client's `Http1Exchange` (http:) or undici's dispatch
+ * handler (https:), whose methods the client calls, and the state its outcome is built from.
+ * Offsets run from the moment the request was written to the socket (onRequestSent); until then
+ * from the engine's start, so a request that never got sent still has a duration.
  */
-class ChatCall {
+class ChatCall implements Http1Exchange {
   settled = false;
+  http1Request = '';
+  http1Connection: Http1Connection | null = null;
   private startMono: number;
   private readonly chunkOffsetsMs: number[] = [];
   private readonly decoder: SseDecoder | null;
@@ -221,18 +267,50 @@ class ChatCall {
   }
 
   cancel(reason: Error): void {
-    if (this.abortDispatch) this.abortDispatch(reason);
+    if (this.settled) return;
+    if (this.http1Connection !== null || this.http1Request !== '') this.driver.cancelHttp1(this, reason);
+    else if (this.abortDispatch) this.abortDispatch(reason);
     else this.fail(reason);
   }
+
+  // --- Http1Exchange (own client) ---
+
+  onRequestSent(sentMono?: number): void {
+    this.startMono = sentMono ?? performance.now();
+  }
+
+  onResponseHead(status: number, requestId: string | undefined): void {
+    this.status = status;
+    this.headersReceived = true;
+    this.httpClass = httpErrorClass(status);
+    this.serverRequestId = requestId;
+  }
+
+  /** Stream bytes are decoded at once (the buffer is reused after the call); others are copied. */
+  onResponseBody(bytes: Buffer, start: number, end: number, readMono: number): void {
+    if (this.settled) return;
+    if (this.httpClass !== null || this.decoder === null) {
+      if (this.httpClass === null || this.partBytes < ERROR_BODY_CAP) {
+        const part = Buffer.allocUnsafe(end - start);
+        bytes.copy(part, 0, start, end);
+        this.parts.push(part);
+        this.partBytes += part.length;
+      }
+      return;
+    }
+    this.streamBytes(bytes.subarray(start, end), readMono - this.startMono);
+  }
+
+  onResponseEnd(readMono: number): void {
+    this.complete(readMono - this.startMono);
+  }
+
+  // --- undici dispatch handler (https:) ---
 
   onConnect(abort: (reason?: Error) => void): void {
     this.abortDispatch = abort;
     const reason = this.request.cancel.reason;
     if (reason) abort(reason);
-  }
-
-  onRequestSent(): void {
-    this.startMono = performance.now();
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
@@ -253,21 +331,35 @@ class ChatCall {
       }
       return true;
     }
-    try {
-      const payloads = this.decoder.pushBytes(chunk);
-      for (let i = 0; i < payloads.length; i++) {
-        if (this.assembler.accept(payloads[i]).contentDelta !== '') this.chunkOffsetsMs.push(at);
-      }
-    } catch (error) {
-      this.fail(error);
-      this.abortDispatch?.(error as Error);
-    }
+    this.streamBytes(chunk, at);
     return true;
   }
 
   onComplete(): void {
+    this.complete(performance.now() - this.startMono);
+  }
+
+  onError(error: Error): void {
+    this.fail(error);
+  }
+
+  /** SSE bytes of one read; every content-bearing payload in them gets the read's offset `at`. */
+  private streamBytes(chunk: Uint8Array, at: number): void {
+    try {
+      const payloads = this.decoder!.pushBytes(chunk);
+      for (let i = 0; i < payloads.length; i++) {
+        if (this.assembler.accept(payloads[i]).contentDelta !== '') this.chunkOffsetsMs.push(at);
+      }
+    } catch (error) {
+      // A malformed stream ends the request: its outcome first, then the connection is dropped.
+      this.fail(error);
+      if (this.http1Connection !== null) this.driver.cancelHttp1(this, error as Error);
+      else this.abortDispatch?.(error as Error);
+    }
+  }
+
+  private complete(end: number): void {
     if (this.settled) return;
-    const end = performance.now() - this.startMono;
     const { chunkOffsetsMs, assembler, decoder } = this;
     const inputTokensClient = this.request.item.inputTokensClient;
     if (this.httpClass !== null) {
@@ -317,10 +409,6 @@ class ChatCall {
     this.settle(outcome);
   }
 
-  onError(error: Error): void {
-    this.fail(error);
-  }
-
   private bodyText(): string {
     const parts = this.parts;
     if (parts.length === 0) return '';
@@ -328,6 +416,7 @@ class ChatCall {
   }
 
   private fail(error: unknown): void {
+    if (this.settled) return;
     const { cancel, item } = this.request;
     const outcome = this.driver.outcomeOf(
       safeResult(this.assembler),

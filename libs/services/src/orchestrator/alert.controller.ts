@@ -11,11 +11,12 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { CampaignRepository } from '@fathom/storage';
-import { FieldValidationError, parseFields } from '../http/field-validation';
+import { parseFields } from '../http/field-validation';
 import { ApiTokenGuard } from './api-token.guard';
 import { AlertWebhookGuard } from './alert-webhook.guard';
 import { AlertRepository } from './alert.repository';
 import { AlertService } from './alert.service';
+import { requireCampaign } from './campaign-reference.util';
 import { AlertRuleInputSchema, AlertmanagerPayloadSchema } from './alertmanager-payload';
 
 @Controller()
@@ -39,11 +40,7 @@ export class AlertController {
   @UseGuards(ApiTokenGuard)
   async createRule(@Body() body: unknown) {
     const rule = parseFields(AlertRuleInputSchema, body, 'alert rule');
-    if (!(await this.campaigns.get(rule.campaignId))) {
-      throw new FieldValidationError('alert rule', [
-        { field: 'campaignId', message: `no campaign ${rule.campaignId}` },
-      ]);
-    }
+    await requireCampaign(this.campaigns, rule.campaignId, 'alert rule');
     return this.alerts.createRule(rule);
   }
 

@@ -10,8 +10,9 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { CampaignRepository } from '@fathom/storage';
-import { FieldValidationError, parseFields } from '../http/field-validation';
+import { parseFields } from '../http/field-validation';
 import { ApiTokenGuard } from './api-token.guard';
+import { requireCampaign } from './campaign-reference.util';
 import { ScheduleRepository } from './schedule.repository';
 import { ScheduleInputSchema } from './schedule.util';
 
@@ -27,11 +28,7 @@ export class ScheduleController {
   @UseGuards(ApiTokenGuard)
   async create(@Body() body: unknown) {
     const schedule = parseFields(ScheduleInputSchema, body, 'schedule');
-    if (!(await this.campaigns.get(schedule.campaignId))) {
-      throw new FieldValidationError('schedule', [
-        { field: 'campaignId', message: `no campaign ${schedule.campaignId}` },
-      ]);
-    }
+    await requireCampaign(this.campaigns, schedule.campaignId, 'schedule');
     return this.schedules.create(schedule);
   }
 

@@ -1,6 +1,7 @@
 export * from './envelope';
 export * from './topics';
 export * from './events/campaign.event';
+export * from './events/semantic.config';
 export * from './events/run.event';
 export * from './events/telemetry.event';
 export * from './events/tool-call.event';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SemanticSpecSchema } from './semantic.config';
 import { ToolContractSchema, ToolFallbackSchema } from './tool-call.event';
 
 /** The tier a run is in when no tier's objectives hold (reserved: no user tier may be named so). */
@@ -550,6 +551,8 @@ export const CampaignSpecSchema = z
       }),
     slo: SloThresholdsSchema.default({}),
     reruns: TierRerunPolicySchema.default({ maxReruns: 1, cooldownMs: 5000 }),
+    /** Semantic checks beyond the defaults: drift and intent accuracy against a baseline run. */
+    semantic: SemanticSpecSchema.optional(),
   })
   .strict();
 export type CampaignSpec = z.infer<typeof CampaignSpecSchema>;

@@ -1,3 +1,4 @@
 export * from './embedder';
 export * from './embedding-drift.util';
 export * from './use-lite.embedder';
+export * from './response-baseline';

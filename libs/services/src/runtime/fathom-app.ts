@@ -56,10 +56,10 @@ class FathomRootModule {
       ObservabilityModule.forRoot({ services: [...options.services], registry }),
       BusModule.forRoot(options.bus),
     ];
-    if (options.services.some((s) => NEEDS_DATABASE.includes(s))) {
-      if (!options.database) throw new Error(`services ${options.services.join(', ')} need a database`);
-      imports.push(StorageModule.forRoot(options.database));
-    }
+    if (options.services.some((s) => NEEDS_DATABASE.includes(s)) && !options.database)
+      throw new Error(`services ${options.services.join(', ')} need a database`);
+    // Others use one when given (the semantic-monitor's baseline runs).
+    if (options.database) imports.push(StorageModule.forRoot(options.database));
     for (const service of options.services) imports.push(FEATURE_MODULES[service]);
     return { module: FathomRootModule, imports };
   }

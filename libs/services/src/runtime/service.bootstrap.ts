@@ -20,7 +20,13 @@ export async function runServiceFromEnv(
   startTracing(`fathom-${service}`, env);
   const bus = await createBus(busConfigFromEnv(env));
   let database: Database | undefined;
-  if (service === 'orchestrator' || service === 'analyzer') {
+  // The semantic-monitor stores baseline runs (campaign `semantic.baseline`) in the shared
+  // PostgreSQL when it is given one; a private embedded database would not see the campaigns.
+  if (
+    service === 'orchestrator' ||
+    service === 'analyzer' ||
+    (service === 'semantic-monitor' && env.DATABASE_URL)
+  ) {
     database = await openDatabase(databaseConfigFromEnv(env));
   }
   const app = await createFathomApp({

@@ -30,6 +30,9 @@ import {
 import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 import { tokenStats } from './token-stats.util';
+import { ToolContractWatch } from './tool-contract.watch';
+import { BaselineDriftService, type BaselineDriftWatch } from './baseline-drift.watch';
+import { minSampleRateFromEnv } from './embedding-sample.config';
 
 /** Detector names this service publishes (the `detector` field of `detector` signals). */
 export const SemanticDetectors = {
@@ -47,6 +50,8 @@ interface RunState {
   readonly assessor: ResponseAssessor;
   readonly ledger: GoodputLedger;
   readonly drift: SampledEmbeddingDrift;
+  /** Against a baseline run (campaign spec `semantic.baseline`); null when not asked for. */
+  baseline: BaselineDriftWatch | null;
   firstStartedAt: number | null;
   lastEndedAt: number | null;
   goodputPublished: boolean;
@@ -66,17 +71,24 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   private readonly logger = new Logger(SemanticMonitorService.name);
   private readonly subscriptions: Subscription[] = [];
   private readonly runs = new Map<string, RunState>();
-  private readonly sampler = new AdaptiveSampleRate();
+  /** Tool schema drift: observed tool answers against the campaign's declared contracts. */
+  private readonly toolContracts = new ToolContractWatch();
+  private readonly sampler = new AdaptiveSampleRate({ min: minSampleRateFromEnv() });
   private readonly host = new HostResourceReader();
   private cpuTimer: NodeJS.Timeout | null = null;
   private embedder: Promise<Embedder | null> | null = null;
   private embedding = false;
+  /** The embedding batch in flight (resolved when none): end-of-run verdicts wait for it. */
+  private embeddingSettled: Promise<unknown> = Promise.resolve();
   private embeddingMs = 0;
   private embeddedTexts = 0;
   /** After the last shard ends, how long to wait for its records before publishing goodput anyway. */
   private readonly settleMs = Number(process.env.FATHOM_SEMANTIC_SETTLE_MS ?? 10_000);
 
-  constructor(@InjectBus() private readonly bus: Bus) {}
+  constructor(
+    @InjectBus() private readonly bus: Bus,
+    private readonly baselines: BaselineDriftService,
+  ) {}
 
   async onModuleInit(): Promise<void> {
     this.subscriptions.push(
@@ -125,6 +137,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         assessor: new ResponseAssessor(),
         ledger: new GoodputLedger(),
         drift: new SampledEmbeddingDrift(),
+        baseline: null,
         firstStartedAt: null,
         lastEndedAt: null,
         goodputPublished: false,
@@ -139,6 +152,8 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (isStaleShardCommand(command)) return;
     const run = this.run(command.campaignId, command.runId);
     run.shardCount = command.shard.count;
+    this.toolContracts.declare(command.campaignId, command.runId, command.spec);
+    run.baseline ??= this.baselines.watch(command);
     const slo = command.spec.slo;
     // Per-request budgets: the run's P99 objectives applied to each request; SLO-0's 800 ms when none.
     run.slo =
@@ -159,18 +174,20 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     const run = this.runs.get(report.runId);
     if (run?.settleTimer) clearTimeout(run.settleTimer);
     this.runs.delete(report.runId);
+    this.toolContracts.forget(report.runId);
   }
 
   private async onBatch(batch: RequestTelemetry): Promise<void> {
     const run = this.run(batch.campaignId, batch.runId);
     const signals: SemanticSignal[] = [];
-    const toEmbed: string[] = [];
+    let toEmbed: RequestRecord[] = [];
     for (const record of batch.records) {
       const id = `${batch.id}/${record.requestId}`;
       try {
         const assessment = run.assessor.assess(record, run.slo);
         signals.push(this.tokenStatsSignal(batch, id, record, assessment));
         signals.push(...this.detectorSignals(batch, id, record, assessment));
+        signals.push(...this.toolContracts.observe(batch, record));
         run.ledger.add({
           requestId: record.requestId,
           latencySloMet:
@@ -185,7 +202,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
           assessment.status === 'no-logprobs' ||
           assessment.status === 'no-top-logprobs'
         ) {
-          if (record.content.length > 0 && this.sampler.take()) toEmbed.push(record.content);
+          if (record.content.length > 0 && this.sampler.take()) toEmbed.push(record);
         }
       } catch (error) {
         // A record the zod schema let through but the monitor cannot judge: classified, not a crash.
@@ -203,6 +220,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       }
     }
     await this.bus.publishMany(Topics.semanticSignal, signals);
+    if (run.baseline) toEmbed = run.baseline.prefer(toEmbed, batch.records);
     if (toEmbed.length > 0) this.embedSample(run, toEmbed);
     await this.maybePublishGoodput(batch.runId, run, false);
   }
@@ -319,6 +337,9 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     }
     run.goodputPublished = true;
     if (run.settleTimer) clearTimeout(run.settleTimer);
+    void run.baseline
+      ?.finish(complete, this.embeddingSettled)
+      .catch((e: Error) => this.logger.warn(`baseline: ${e.message}`));
     const durationS =
       run.firstStartedAt !== null && run.lastEndedAt !== null && run.lastEndedAt > run.firstStartedAt
         ? (run.lastEndedAt - run.firstStartedAt) / 1000
@@ -341,6 +362,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (g.semanticGoodputPerSecond !== null) figures.semanticGoodputPerSecond = g.semanticGoodputPerSecond;
     if (drift.meanCosineToBaseline !== null) figures.meanCosineToBaseline = drift.meanCosineToBaseline;
     if (this.embeddedTexts > 0) figures.embeddingMsPerText = this.embeddingMs / this.embeddedTexts;
+    Object.assign(figures, this.toolContracts.figures(runId));
     for (const [check, failures] of Object.entries(g.checkFailures)) figures[`failed.${check}`] = failures;
     const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)} %`);
     await this.bus.publish(
@@ -357,17 +379,18 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     );
   }
 
-  private embedSample(run: RunState, texts: string[]): void {
+  private embedSample(run: RunState, records: RequestRecord[]): void {
     if (this.embedding) return; // one batch in flight; the sample is thinned, never queued
     this.embedding = true;
     const started = performance.now();
-    void this.loadEmbedder()
+    this.embeddingSettled = this.loadEmbedder()
       .then(async (embedder) => {
         if (!embedder) return;
-        const vectors = await embedder.embed(texts.map((t) => t.slice(0, 2000)));
+        const vectors = await embedder.embed(records.map((r) => r.content.slice(0, 2000)));
         for (const v of vectors) run.drift.add(v);
         this.embeddingMs += performance.now() - started;
-        this.embeddedTexts += texts.length;
+        this.embeddedTexts += records.length;
+        await run.baseline?.observe(records, vectors, embedder);
       })
       .catch((error: Error) => this.logger.warn(`embedding sample failed: ${error.message}`))
       .finally(() => (this.embedding = false));

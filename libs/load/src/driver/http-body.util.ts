@@ -11,3 +11,25 @@ export function readBodyText(body: Dispatcher.ResponseData['body'], cap: number)
     body.on('error', reject);
   });
 }
+
+/**
+ * Like readBodyText, and says whether the body went past `cap` (then `text` is only its first
+ * `cap` characters, not a whole document: a caller must not parse it as one).
+ */
+export function readBody(
+  body: Dispatcher.ResponseData['body'],
+  cap: number,
+): Promise<{ text: string; capped: boolean }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    let capped = false;
+    body.on('data', (chunk: Buffer) => {
+      if (text.length < cap) text += chunk.toString('utf8');
+      else capped = true;
+    });
+    body.on('end', () =>
+      resolve(text.length > cap ? { text: text.slice(0, cap), capped: true } : { text, capped }),
+    );
+    body.on('error', reject);
+  });
+}

@@ -1,11 +1,19 @@
 import { Pool } from 'undici';
-import type { ErrorClass, HttpScenario } from '@fathom/contracts';
+import type { ErrorClass, HttpScenario, ToolCallObservation } from '@fathom/contracts';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
-import { readBodyText } from './http-body.util';
+import { readBody } from './http-body.util';
+import { httpStepToolName } from '@fathom/semantic';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
 import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
 import { compileAssertion, type CompiledAssertion } from './step-assertion.evaluator';
 import { targetPath } from './target-url.util';
+import {
+  observeToolCall,
+  pushToolCall,
+  toolObserverOf,
+  unansweredToolCall,
+  type ToolObserver,
+} from './tool-observation.util';
 
 /** Step bodies are kept up to this size for assertions. */
 const STEP_BODY_CAP = 1024 * 1024;
@@ -20,6 +28,10 @@ interface PlannedStep {
   assertions: CompiledAssertion[];
   /** True when a status assertion decides what a good status is (an expected 404, say). */
   statusAsserted: boolean;
+  /** The step declares a tool contract: every answer is recorded as a tool call. */
+  declared: ToolObserver | null;
+  /** Without a contract, an answer that names its tool version (`x-tool-version`) is recorded so. */
+  implicit: ToolObserver;
 }
 
 interface StepResult {
@@ -33,7 +45,8 @@ interface StepResult {
  * Plain HTTP steps composed into a DAG (spec: semantic orchestrator). One iteration runs every step
  * once; a step starts when all it depends on have passed, steps without a dependency between them
  * run concurrently, and a step whose dependency failed is skipped. Each named assertion is tallied
- * as `step.assertion`. The iteration fails with the first failing step's class: its transport
+ * as `step.assertion`. Answers of steps that declare a tool `contract`, or that name their tool
+ * version (`x-tool-version`), are recorded as tool calls with the bounded shape of their JSON. The iteration fails with the first failing step's class: its transport
  * error, its HTTP status class (unless a status assertion expects it), else `other` naming the
  * failed assertion.
  */
@@ -43,17 +56,28 @@ export class HttpDagDriver implements RequestDriver {
 
   constructor(scenario: HttpScenario, target: HttpTarget, options: DriverOptions) {
     const { origin } = targetPath(target.baseUrl, '');
-    this.pool = new Pool(origin, { connections: options.connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
+    this.pool = new Pool(origin, {
+      connections: options.connections,
+      pipelining: 1,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
     const auth: Record<string, string> = target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {};
     this.steps = scenario.steps.map((step) => ({
       name: step.name,
       method: step.method,
       path: targetPath(target.baseUrl, step.path).path,
-      headers: { ...auth, ...(step.body === undefined ? {} : { 'content-type': 'application/json' }), ...step.headers },
+      headers: {
+        ...auth,
+        ...(step.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...step.headers,
+      },
       body: step.body === undefined ? undefined : JSON.stringify(step.body),
       dependsOn: step.dependsOn,
       assertions: step.assertions.map(compileAssertion),
       statusAsserted: step.assertions.some((a) => a.kind === 'status'),
+      declared: step.contract ? toolObserverOf(httpStepToolName(step), step.contract, step.path) : null,
+      implicit: toolObserverOf(httpStepToolName(step), undefined),
     }));
   }
 
@@ -69,12 +93,13 @@ export class HttpDagDriver implements RequestDriver {
     if (!this.steps.every((step) => request.gate(step.path)))
       return { ...base, status: 0, e2eMs: 0, errorClass: null, content: '', gated: true };
     const assertions: Record<string, boolean> = {};
+    const toolCalls: ToolCallObservation[] = [];
     const results = new Map<string, Promise<StepResult | null>>();
     const runStep = (step: PlannedStep): Promise<StepResult | null> => {
       let pending = results.get(step.name);
       if (!pending) {
-        pending = Promise.all(step.dependsOn.map((d) => runStep(this.steps.find((s) => s.name === d)!))).then((deps) =>
-          deps.every((d) => d?.ok) ? this.send(step, request, assertions) : null,
+        pending = Promise.all(step.dependsOn.map((d) => runStep(this.steps.find((s) => s.name === d)!))).then(
+          (deps) => (deps.every((d) => d?.ok) ? this.send(step, request, assertions, toolCalls) : null),
         );
         results.set(step.name, pending);
       }
@@ -94,12 +119,19 @@ export class HttpDagDriver implements RequestDriver {
       ...(failed ? { errorMessage: `step ${this.steps[failedIndex].name}: ${failed.message}` } : {}),
       content: `${ran}/${this.steps.length} steps ran`,
       assertions,
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
     };
   }
 
-  private async send(step: PlannedStep, request: DriverRequest, assertions: Record<string, boolean>): Promise<StepResult> {
+  private async send(
+    step: PlannedStep,
+    request: DriverRequest,
+    assertions: Record<string, boolean>,
+    toolCalls: ToolCallObservation[],
+  ): Promise<StepResult> {
     const started = performance.now();
     let status = 0;
+    let recorded = false;
     try {
       const response = await this.pool.request({
         path: step.path,
@@ -109,7 +141,13 @@ export class HttpDagDriver implements RequestDriver {
         signal: request.cancel.signal(),
       });
       status = response.statusCode;
-      const body = await readBodyText(response.body, STEP_BODY_CAP);
+      const { text: body, capped } = await readBody(response.body, STEP_BODY_CAP);
+      const observer =
+        step.declared ?? (response.headers['x-tool-version'] === undefined ? null : step.implicit);
+      if (observer !== null) {
+        pushToolCall(toolCalls, observeToolCall(observer, status, response.headers, body, capped));
+        recorded = true;
+      }
       const seen = { status, latencyMs: performance.now() - started, body };
       let parsed: { value: unknown } | null = null;
       const json = () => {
@@ -130,10 +168,18 @@ export class HttpDagDriver implements RequestDriver {
       }
       const httpClass = step.statusAsserted ? null : httpErrorClass(status);
       if (httpClass) return { ok: false, status, errorClass: httpClass, message: `HTTP ${status}` };
-      if (firstFailed !== null) return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };
+      if (firstFailed !== null)
+        return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };
       return { ok: true, status, errorClass: null };
     } catch (error) {
-      return { ok: false, status, errorClass: classifyError(error, request.cancel, status !== 0), message: errorText(error) };
+      if (step.declared !== null && !recorded)
+        pushToolCall(toolCalls, unansweredToolCall(step.declared, status));
+      return {
+        ok: false,
+        status,
+        errorClass: classifyError(error, request.cancel, status !== 0),
+        message: errorText(error),
+      };
     }
   }
 

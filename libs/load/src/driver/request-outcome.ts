@@ -1,4 +1,4 @@
-import type { ErrorClass, TokenLogprob } from '@fathom/contracts';
+import type { ErrorClass, TokenLogprob, ToolCallObservation } from '@fathom/contracts';
 import type { PromptItem } from '../dataset/prompt-item';
 
 /** What the executor hands a driver for one request. */
@@ -38,6 +38,11 @@ export interface DriverOutcome {
   logprobs?: TokenLogprob[];
   /** Named semantic assertions of HTTP steps: name -> passed. */
   assertions?: Record<string, boolean>;
+  /**
+   * Tool calls inside the request with the observed shape of each JSON answer (tool-chain tool
+   * calls, HTTP steps on tools), at most MAX_TOOL_CALLS_PER_RECORD; for the schema-drift watch.
+   */
+  toolCalls?: ToolCallObservation[];
   /** The server's own id for the request (`x-request-id`, or the simulator's `x-sim-request-id`). */
   serverRequestId?: string;
   /** True when the gate refused every path: nothing was sent. */
@@ -69,7 +74,9 @@ export class RunAborted extends Error {
 }
 
 /** The server's request id from response headers, when it sends one. */
-export function serverRequestIdOf(headers: Record<string, string | string[] | undefined>): string | undefined {
+export function serverRequestIdOf(
+  headers: Record<string, string | string[] | undefined>,
+): string | undefined {
   const id = headers['x-request-id'] ?? headers['x-sim-request-id'];
   return Array.isArray(id) ? id[0] : id;
 }

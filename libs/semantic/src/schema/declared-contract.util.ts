@@ -1,4 +1,4 @@
-import type { ToolContract } from '@fathom/contracts';
+import type { Scenario, ToolContract } from '@fathom/contracts';
 import type { JsonSchema } from './schema-drift.util';
 import { enumPathsOf } from './observed-shape.util';
 
@@ -85,6 +85,30 @@ export class DeclaredToolContract {
   forVersion(version: string): DeclaredResponseResult | null {
     return this.byVersion.get(normalizeToolVersion(version)) ?? this.any;
   }
+}
+
+/** An HTTP step's tool name: its contract's, else the `/tools/<name>/` of its path, else the step's name. */
+export function httpStepToolName(step: { name: string; path: string; contract?: ToolContract }): string {
+  return (step.contract?.tool ?? /\/tools\/([\w.-]+)/.exec(step.path)?.[1] ?? step.name).slice(0, 64);
+}
+
+/**
+ * The tool contracts a campaign's scenario declares, by the tool name the load engine records
+ * (tool-chain tools and HTTP steps with a `contract`; the first declaration of a name wins).
+ */
+export function declaredToolContracts(scenario: Scenario): Map<string, DeclaredToolContract> {
+  const out = new Map<string, DeclaredToolContract>();
+  if (scenario.type === 'tool-chain')
+    for (const t of scenario.tools) {
+      const name = (t.contract?.tool ?? t.name).slice(0, 64);
+      if (t.contract && !out.has(name)) out.set(name, new DeclaredToolContract(t.contract, t.invokePath));
+    }
+  if (scenario.type === 'http')
+    for (const step of scenario.steps) {
+      const name = httpStepToolName(step);
+      if (step.contract && !out.has(name)) out.set(name, new DeclaredToolContract(step.contract, step.path));
+    }
+  return out;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -98,14 +98,31 @@ describe(checkAgainstSchema.name, () => {
 });
 
 describe(ToolContractTracker.name, () => {
-  it('computes contract pass rate and fallback trigger rate per tool and version', () => {
+  it('computes contract pass rate (over judged calls) and fallback trigger rate per tool and version', () => {
     const sut = new ToolContractTracker();
     for (let i = 0; i < 10; i++)
       sut.record({ tool: 'weather', version: '2.1', contractPassed: i < 7, fallbackTriggered: i >= 7 });
     sut.record({ tool: 'weather', version: '1.9', contractPassed: true, fallbackTriggered: false });
+    sut.record({ tool: 'weather', version: '1.9', contractPassed: null, fallbackTriggered: false });
+    sut.record({ tool: 'orders', version: 'unknown', contractPassed: null, fallbackTriggered: true });
     expect(sut.stats()).toEqual([
-      { tool: 'weather', version: '1.9', calls: 1, contractPassRate: 1, fallbackTriggerRate: 0 },
-      { tool: 'weather', version: '2.1', calls: 10, contractPassRate: 0.7, fallbackTriggerRate: 0.3 },
+      {
+        tool: 'orders',
+        version: 'unknown',
+        calls: 1,
+        checked: 0,
+        contractPassRate: null,
+        fallbackTriggerRate: 1,
+      },
+      { tool: 'weather', version: '1.9', calls: 2, checked: 1, contractPassRate: 1, fallbackTriggerRate: 0 },
+      {
+        tool: 'weather',
+        version: '2.1',
+        calls: 10,
+        checked: 10,
+        contractPassRate: 0.7,
+        fallbackTriggerRate: 0.3,
+      },
     ]);
   });
 });

@@ -1,10 +1,13 @@
 /** One tool call as the load engine saw it. */
 export interface ToolCallOutcome {
   tool: string;
-  /** Version the request asked for (e.g. from `x-gray-flag` or the contract), `unknown` if none. */
+  /** Version that answered (e.g. from `x-tool-version`, or the contract), `unknown` if none. */
   version: string;
-  /** The response satisfied the declared contract (no schema violation). */
-  contractPassed: boolean;
+  /**
+   * The response satisfied the declared contract (no schema violation); null when it could not
+   * be judged (no contract declared for this version, or the call got no answer to judge).
+   */
+  contractPassed: boolean | null;
   /** The call was routed to the fallback instance (spec: v2.1 incompatible -> v1.9). */
   fallbackTriggered: boolean;
 }
@@ -13,7 +16,10 @@ export interface ToolContractStats {
   tool: string;
   version: string;
   calls: number;
-  contractPassRate: number;
+  /** Calls judged against a declared contract: the denominator of `contractPassRate`. */
+  checked: number;
+  /** null when no call was judged. */
+  contractPassRate: number | null;
   fallbackTriggerRate: number;
 }
 
@@ -25,18 +31,19 @@ export interface ToolContractStats {
 export class ToolContractTracker {
   private readonly counts = new Map<
     string,
-    { tool: string; version: string; calls: number; passed: number; fallbacks: number }
+    { tool: string; version: string; calls: number; checked: number; passed: number; fallbacks: number }
   >();
 
   record(outcome: ToolCallOutcome): void {
     const key = `${outcome.tool}\u0000${outcome.version}`;
     let c = this.counts.get(key);
     if (c === undefined) {
-      c = { tool: outcome.tool, version: outcome.version, calls: 0, passed: 0, fallbacks: 0 };
+      c = { tool: outcome.tool, version: outcome.version, calls: 0, checked: 0, passed: 0, fallbacks: 0 };
       this.counts.set(key, c);
     }
     c.calls++;
-    if (outcome.contractPassed) c.passed++;
+    if (outcome.contractPassed !== null) c.checked++;
+    if (outcome.contractPassed === true) c.passed++;
     if (outcome.fallbackTriggered) c.fallbacks++;
   }
 
@@ -46,7 +53,8 @@ export class ToolContractTracker {
         tool: c.tool,
         version: c.version,
         calls: c.calls,
-        contractPassRate: c.passed / c.calls,
+        checked: c.checked,
+        contractPassRate: c.checked === 0 ? null : c.passed / c.checked,
         fallbackTriggerRate: c.fallbacks / c.calls,
       }))
       .sort((a, b) => a.tool.localeCompare(b.tool) || a.version.localeCompare(b.version));

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { CampaignSpecSchema } from '@fathom/contracts';
 import { runShard } from '../engine/run-shard';
 import { jsonPathValue } from './step-assertion.evaluator';
+import type { DriverOutcome } from './request-outcome';
 
 async function jsonServer() {
   const log: { path: string; at: number }[] = [];
@@ -10,19 +11,30 @@ async function jsonServer() {
     log.push({ path: req.url ?? '', at: performance.now() });
     req.resume();
     req.on('end', () => {
-      if (req.url === '/api/login') setTimeout(() => res.end(JSON.stringify({ token: 'abc', user: { roles: ['admin'] } })), 5);
+      if (req.url === '/api/login')
+        setTimeout(() => res.end(JSON.stringify({ token: 'abc', user: { roles: ['admin'] } })), 5);
       else if (req.url === '/api/report') res.end('{"status":"success","rows":3}');
-      else if (req.url === '/api/embeddings') res.end('{"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":2,"total_tokens":2}}');
+      else if (req.url === '/api/embeddings')
+        res.end('{"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":2,"total_tokens":2}}');
       else res.writeHead(500).end('boom');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, log, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    log,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 const run = (url: string, scenario: unknown) =>
   runShard({
-    spec: CampaignSpecSchema.parse({ name: 'dag', target: { baseUrl: url }, scenario, load: { concurrency: 1, durationMs: 400 } }),
+    spec: CampaignSpecSchema.parse({
+      name: 'dag',
+      target: { baseUrl: url },
+      scenario,
+      load: { concurrency: 1, durationMs: 400 },
+    }),
     shard: { index: 0, count: 1 },
     runId: 'r',
     campaignId: 'c',
@@ -84,7 +96,13 @@ describe('HTTP steps with named semantic assertions', () => {
     try {
       const sut = await run(target.url, {
         type: 'http',
-        steps: [{ name: 'report', path: '/api/report', assertions: [{ kind: 'jsonpath', name: 'many-rows', path: '$.rows', equals: 10 }] }],
+        steps: [
+          {
+            name: 'report',
+            path: '/api/report',
+            assertions: [{ kind: 'jsonpath', name: 'many-rows', path: '$.rows', equals: 10 }],
+          },
+        ],
       });
       expect(sut.errors).toBe(sut.sent);
       expect(sut.assertions['report.many-rows'].failed).toBe(sut.sent);
@@ -94,18 +112,85 @@ describe('HTTP steps with named semantic assertions', () => {
   });
 
   it('refuses a cyclic DAG and unknown dependencies in the campaign', () => {
-    const parse = (steps: unknown) => CampaignSpecSchema.safeParse({ name: 'x', target: { baseUrl: 'http://h' }, scenario: { type: 'http', steps }, load: { concurrency: 1, durationMs: 1 } });
-    const cyclic = parse([{ name: 'a', path: '/a', dependsOn: ['b'] }, { name: 'b', path: '/b', dependsOn: ['a'] }]);
+    const parse = (steps: unknown) =>
+      CampaignSpecSchema.safeParse({
+        name: 'x',
+        target: { baseUrl: 'http://h' },
+        scenario: { type: 'http', steps },
+        load: { concurrency: 1, durationMs: 1 },
+      });
+    const cyclic = parse([
+      { name: 'a', path: '/a', dependsOn: ['b'] },
+      { name: 'b', path: '/b', dependsOn: ['a'] },
+    ]);
     expect(cyclic.error?.issues[0].message).toBe('steps form a cycle');
-    expect(parse([{ name: 'a', path: '/a', dependsOn: ['z'] }]).error?.issues[0].path).toEqual(['scenario', 'steps', 0, 'dependsOn', 0]);
+    expect(parse([{ name: 'a', path: '/a', dependsOn: ['z'] }]).error?.issues[0].path).toEqual([
+      'scenario',
+      'steps',
+      0,
+      'dependsOn',
+      0,
+    ]);
   });
 
   it('drives an embeddings endpoint and checks one vector per input', async () => {
     const target = await jsonServer();
     try {
-      const sut = await run(`${target.url}/api`, { type: 'embeddings', dataset: { type: 'inline', prompts: ['a', 'b'] } });
+      const sut = await run(`${target.url}/api`, {
+        type: 'embeddings',
+        dataset: { type: 'inline', prompts: ['a', 'b'] },
+      });
       expect(sut.sent).toBeGreaterThan(1);
       expect(sut.errors).toBe(0);
+    } finally {
+      await target.close();
+    }
+  });
+  it('records the answers of steps with a tool contract as shapes, other steps not', async () => {
+    const target = await jsonServer();
+    try {
+      const outcomes: DriverOutcome[] = [];
+      await runShard({
+        spec: CampaignSpecSchema.parse({
+          name: 'dag',
+          target: { baseUrl: target.url },
+          scenario: {
+            type: 'http',
+            steps: [
+              { name: 'login', method: 'POST', path: '/api/login', body: {} },
+              {
+                name: 'report',
+                path: '/api/report',
+                contract: { tool: 'reports', version: 'v1', responses: { '*': { type: 'object' } } },
+              },
+              { name: 'broken', path: '/api/broken', contract: { responses: { '*': { type: 'object' } } } },
+            ],
+          },
+          load: { concurrency: 1, durationMs: 200 },
+        }),
+        shard: { index: 0, count: 1 },
+        runId: 'r',
+        campaignId: 'c',
+        generatorId: 'g',
+        sink: { record: () => undefined, window: () => undefined },
+        signal: new AbortController().signal,
+        tap: (_id, outcome) => outcomes.push(outcome),
+      });
+      expect(outcomes.length).toBeGreaterThan(0);
+      const calls = outcomes[0].toolCalls!.sort((a, b) => a.tool.localeCompare(b.tool));
+      expect(calls).toEqual([
+        { tool: 'broken', version: 'unknown', status: 500, body: 'not-json' },
+        {
+          tool: 'reports',
+          version: 'v1',
+          status: 200,
+          body: 'json',
+          shape: {
+            fields: { $: ['object'], '$.status': ['string'], '$.rows': ['integer'] },
+            truncated: false,
+          },
+        },
+      ]);
     } finally {
       await target.close();
     }

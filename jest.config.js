@@ -22,6 +22,7 @@ const SERIAL = [
   'test/e2e/',
   'libs/services/src/analyzer/root-cause.int-spec.ts',
   'libs/services/src/orchestrator/rerun-cap.int-spec.ts',
+  'libs/services/src/orchestrator/rerun-restart.int-spec.ts',
   'libs/services/src/shadow/shadow.int-spec.ts',
   'libs/load/src/engine/run-shard.sim.int-spec.ts',
   'libs/load/src/driver/rag-retrieve-budget.int-spec.ts',

@@ -272,6 +272,30 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         expect((await sut.runs.get(run.id))?.status).toBe(winner);
       });
 
+      it('makes a second transaction taking the same campaign lock wait for the first to commit', async () => {
+        const campaign = await newCampaign();
+        let locked!: () => void;
+        const firstHoldsLock = new Promise<void>((resolve) => (locked = resolve));
+        const first = db.transaction(async (tx) => {
+          const runs = createRepositories(tx).runs;
+          await runs.lockCampaign(campaign.id);
+          locked();
+          // Long enough for the second transaction to reach its lock while this one holds it.
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await runs.create({ campaignId: campaign.id, trigger: 'alert' });
+        });
+        await firstHoldsLock;
+
+        const openSeenBySecond = await db.transaction(async (tx) => {
+          const runs = createRepositories(tx).runs;
+          await runs.lockCampaign(campaign.id);
+          return (await runs.list({ campaignId: campaign.id, status: ['pending', 'running'] })).length;
+        });
+        await first;
+
+        expect(openSeenBySecond).toBe(1);
+      });
+
       it('throws RunNotFoundError when transitioning an unknown run', async () => {
         await expect(sut.runs.transition(uid('missing'), 'running')).rejects.toBeInstanceOf(RunNotFoundError);
       });

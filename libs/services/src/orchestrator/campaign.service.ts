@@ -1,6 +1,14 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectBus, type Bus } from '@fathom/bus';
-import { CampaignRepository, RunRepository } from '@fathom/storage';
+import {
+  CampaignRepository,
+  RunRepository,
+  createRepositories,
+  type Database,
+  type NewRun,
+  type Queryable,
+  type StoredRun,
+} from '@fathom/storage';
 import {
   Topics,
   envelope,
@@ -8,11 +16,20 @@ import {
   type RunShardCommand,
   type RunTrigger,
 } from '@fathom/contracts';
+import { DATABASE } from '../storage/storage.module';
 import { parseCampaign } from './campaign-input';
 
 export interface StartedRun {
   campaignId: string;
   runId: string;
+}
+
+/** A run started, or the reason `refuse` gave for not starting it (nothing was created). */
+export type Admission<R> = { started: StartedRun; refused?: undefined } | { started?: undefined; refused: R };
+
+/** Thrown inside the admission transaction to roll the new run back. */
+class Refused<R> {
+  constructor(readonly why: R) {}
 }
 
 /** Creates campaigns and their runs, and hands each run's shards to the load-generators. */
@@ -24,6 +41,7 @@ export class CampaignService {
     @InjectBus() private readonly bus: Bus,
     private readonly campaigns: CampaignRepository,
     private readonly runs: RunRepository,
+    @Inject(DATABASE) private readonly database: Database,
   ) {}
 
   /** Validates `input` (throws CampaignValidationError naming each bad field) and starts a first run. */
@@ -40,7 +58,49 @@ export class CampaignService {
     parentRunId: string | null,
     reason: string | null = null,
   ): Promise<StartedRun> {
-    const run = await this.runs.create({ campaignId, trigger, parentRunId, reason });
+    const run = await this.createUnderLock({ campaignId, trigger, parentRunId, reason }, async () => null);
+    return this.publishPlan(run as StoredRun, spec);
+  }
+
+  /**
+   * Creates the run in one transaction that holds the campaign's run lock (see
+   * `RunRepository.lockCampaign`; every run this service creates takes it), then asks `refuse`,
+   * on that transaction, whether the run may go: a reason rolls the run back and is returned;
+   * null commits it and its plan goes to the load-generators. So a check of the campaign's other
+   * runs, or a claim of a stored decision, and the new run are one step for every orchestrator
+   * sharing the database.
+   */
+  async startUnless<R>(
+    run: NewRun,
+    spec: CampaignSpec,
+    refuse: (tx: Queryable, run: StoredRun) => Promise<R | null>,
+  ): Promise<Admission<R>> {
+    const created = await this.createUnderLock(run, refuse);
+    if (created instanceof Refused) return { refused: created.why };
+    return { started: await this.publishPlan(created, spec) };
+  }
+
+  private async createUnderLock<R>(
+    run: NewRun,
+    refuse: (tx: Queryable, run: StoredRun) => Promise<R | null>,
+  ): Promise<StoredRun | Refused<R>> {
+    try {
+      return await this.database.transaction(async (tx) => {
+        const runs = createRepositories(tx).runs;
+        await runs.lockCampaign(run.campaignId);
+        const candidate = await runs.create(run);
+        const why = await refuse(tx, candidate);
+        if (why !== null) throw new Refused(why);
+        return candidate;
+      });
+    } catch (error) {
+      if (error instanceof Refused) return error as Refused<R>;
+      throw error;
+    }
+  }
+
+  private async publishPlan(run: StoredRun, spec: CampaignSpec): Promise<StartedRun> {
+    const { campaignId, trigger } = run;
     const count = spec.load.shards;
     const commands: RunShardCommand[] = Array.from({ length: count }, (_, index) => ({
       ...envelope(campaignId, run.id),

@@ -11,6 +11,9 @@ import { SchedulerService } from './scheduler.service';
 import { AlertService } from './alert.service';
 import { AlertRepository } from './alert.repository';
 import { ScheduleRepository } from './schedule.repository';
+import { RerunRepository } from './rerun.repository';
+import { DATABASE } from '../storage/storage.module';
+import type { Database } from '@fathom/storage';
 import { API_TOKEN, ApiTokenGuard } from './api-token.guard';
 import { AlertWebhookGuard } from './alert-webhook.guard';
 import { ORCHESTRATOR_CONFIG, parseOrchestratorEnv } from './orchestrator.config';
@@ -30,6 +33,7 @@ import { SHADOW_OPENAPI } from '../shadow/shadow.openapi';
     AlertService,
     AlertRepository,
     ScheduleRepository,
+    { provide: RerunRepository, inject: [DATABASE], useFactory: (db: Database) => new RerunRepository(db) },
     ApiTokenGuard,
     AlertWebhookGuard,
     { provide: API_TOKEN, useFactory: () => process.env.FATHOM_API_TOKEN ?? null },

@@ -1,4 +1,11 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
 import { CampaignRepository, RunRepository } from '@fathom/storage';
 import {
@@ -13,6 +20,7 @@ import { consumerGroup } from '../runtime/service-name';
 import { CampaignService } from './campaign.service';
 import { ORCHESTRATOR_CONFIG, type OrchestratorConfig } from './orchestrator.config';
 import { measurementInvalidity, rerunBackoffMs, type ReportedValidity } from './rerun-trigger.util';
+import { RerunRepository, type ScheduledRerun } from './rerun.repository';
 
 /**
  * Owns the run lifecycle: pending -> running on the first shard, completed/failed when the
@@ -20,22 +28,28 @@ import { measurementInvalidity, rerunBackoffMs, type ReportedValidity } from './
  * report says the measurement itself was invalid, bounded by the campaign's rerun policy (cap,
  * cool-down, one pending at a time: the debounce) plus an exponential backoff. Each rerun
  * stores its reason and its parent run.
+ *
+ * Rerun decisions live in the database, not in this process: a request made while its run is
+ * open, and a rerun waiting for its time, are stored (`RerunRepository`). On start, and every
+ * FATHOM_RECONCILE_INTERVAL_MS, every waiting rerun gets a timer here; the timer that fires first
+ * claims it (conditional update) in the transaction that creates its run, so a rerun decided
+ * before a restart starts after it, once, however many orchestrators share the database.
  */
 @Injectable()
-export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown {
+export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(RunLifecycleService.name);
   private readonly subscriptions: Subscription[] = [];
-  /** Runs whose tier changed while they ran: a rerun is considered once they end. */
-  private readonly rerunRequested = new Map<string, string>();
-  /** Campaigns with a rerun scheduled (timer) or running. */
-  private readonly pendingRerun = new Set<string>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Timers of waiting reruns armed by this process, by scheduled-rerun id. */
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private resumeTimer: NodeJS.Timeout | null = null;
+  private closed = false;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
     private readonly runs: RunRepository,
     private readonly campaigns: CampaignRepository,
     private readonly campaignService: CampaignService,
+    private readonly reruns: RerunRepository,
     @Inject(ORCHESTRATOR_CONFIG) private readonly config: OrchestratorConfig,
   ) {}
 
@@ -63,9 +77,59 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
     );
   }
 
+  /** Arms the reruns a previous orchestrator (or another one) decided and did not start. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.resumeWaiting();
+    this.resumeTimer = setInterval(() => void this.resumeWaiting(), this.config.FATHOM_RECONCILE_INTERVAL_MS);
+    this.resumeTimer.unref();
+  }
+
   async onApplicationShutdown(): Promise<void> {
-    for (const t of this.timers) clearTimeout(t);
+    this.closed = true;
+    if (this.resumeTimer) clearInterval(this.resumeTimer);
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
     await Promise.all(this.subscriptions.map((s) => s.close()));
+  }
+
+  private async resumeWaiting(): Promise<void> {
+    try {
+      for (const rerun of await this.reruns.waiting()) this.arm(rerun);
+    } catch (error) {
+      this.logger.error(`reading waiting reruns failed: ${(error as Error).message}`);
+    }
+  }
+
+  /** A timer for a waiting rerun at its due time (at once when it is past), once per process. */
+  private arm(rerun: ScheduledRerun): void {
+    if (this.closed || this.timers.has(rerun.id)) return;
+    const timer = setTimeout(
+      () => {
+        void this.startWaiting(rerun).finally(() => this.timers.delete(rerun.id));
+      },
+      Math.max(0, rerun.dueAt - Date.now()),
+    );
+    this.timers.set(rerun.id, timer);
+  }
+
+  /** Starts a waiting rerun unless another orchestrator (or an earlier life of this one) did. */
+  private async startWaiting(rerun: ScheduledRerun): Promise<void> {
+    const { campaignId, parentRunId, reason } = rerun;
+    try {
+      const campaign = await this.campaigns.get(campaignId);
+      if (!campaign) return;
+      const admitted = await this.campaignService.startUnless(
+        { campaignId, trigger: 'rerun', parentRunId, reason },
+        campaign.spec,
+        async (tx, run) =>
+          (await new RerunRepository(tx).claim(rerun.id, run.id)) ? null : 'already started',
+      );
+      if (admitted.started) {
+        this.logger.log(`rerun ${admitted.started.runId} of campaign ${campaignId} started (${reason})`);
+      }
+    } catch (error) {
+      this.logger.error(`rerun of campaign ${campaignId} failed to start: ${(error as Error).message}`);
+    }
   }
 
   private async onLifecycle(event: RunLifecycle): Promise<void> {
@@ -85,12 +149,9 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
     } else if (summary.status === 'completed') {
       await this.runs.transition(event.runId, 'completed', { at: summary.endedAt ?? undefined });
     }
-    const run = await this.runs.get(event.runId);
-    if (run?.trigger === 'rerun') this.pendingRerun.delete(run.campaignId);
     const validity = (event as RunReport & { validity?: ReportedValidity }).validity;
     const invalid = measurementInvalidity(summary, validity);
-    const requested = this.rerunRequested.get(event.runId);
-    this.rerunRequested.delete(event.runId);
+    const requested = (await this.reruns.takeRequest(event.runId)) ?? undefined;
     const reason = [requested, invalid].filter((r): r is string => r !== undefined && r !== null).join('; ');
     if (reason) await this.considerRerun(event.campaignId, event.runId, reason);
   }
@@ -116,7 +177,7 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
     const run = await this.runs.get(runId);
     if (!run) return;
     if (run.status === 'pending' || run.status === 'running') {
-      if (!this.rerunRequested.has(run.id)) this.rerunRequested.set(run.id, reason);
+      await this.reruns.request(run.id, reason);
     } else {
       await this.considerRerun(run.campaignId, run.id, reason);
     }
@@ -132,9 +193,9 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
       campaign.spec.reruns,
       {
         rerunsStarted,
-        // In memory (scheduled timer) or in storage (a rerun not yet ended, e.g. after a restart).
+        // Waiting for its time, or started and not yet ended.
         rerunPending:
-          this.pendingRerun.has(campaignId) ||
+          (await this.reruns.hasWaiting(campaignId)) ||
           history.some((r) => r.trigger === 'rerun' && (r.status === 'pending' || r.status === 'running')),
         lastRunEndedAt: history.some((r) => r.endedAt === null)
           ? null
@@ -148,24 +209,24 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationShutdown 
       this.logger.log(`no rerun of campaign ${campaignId} after run ${runId}: ${decision.reason}`);
       return;
     }
-    this.pendingRerun.add(campaignId);
     const backoffMs = rerunBackoffMs(
       rerunsStarted,
       this.config.FATHOM_RERUN_BACKOFF_MS,
       this.config.FATHOM_RERUN_BACKOFF_MAX_MS,
     );
     const delayMs = Math.max(decision.delayMs, backoffMs);
+    const scheduled = await this.reruns.schedule({
+      campaignId,
+      parentRunId: runId,
+      reason,
+      dueAt: Date.now() + delayMs,
+    });
+    if (!scheduled) {
+      // Another orchestrator scheduled one between the look at the history and this insert.
+      this.logger.log(`no rerun of campaign ${campaignId} after run ${runId}: a rerun is already pending`);
+      return;
+    }
     this.logger.log(`rerun of campaign ${campaignId} after run ${runId} in ${delayMs} ms: ${reason}`);
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.campaignService
-        .startRun(campaignId, campaign.spec, 'rerun', runId, reason)
-        .then((r) => this.logger.log(`rerun ${r.runId} of campaign ${campaignId} started (${reason})`))
-        .catch((error: Error) => {
-          this.pendingRerun.delete(campaignId);
-          this.logger.error(`rerun of campaign ${campaignId} failed to start: ${error.message}`);
-        });
-    }, delayMs);
-    this.timers.add(timer);
+    this.arm(scheduled);
   }
 }

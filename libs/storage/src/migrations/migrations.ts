@@ -141,4 +141,33 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE UNIQUE INDEX baselines_run_id_name_idx ON baselines (run_id, name) WHERE run_id IS NOT NULL`,
     ],
   },
+  {
+    version: 4,
+    name: 'durable-reruns',
+    statements: [
+      // A rerun asked for while its run was still open (a tier or breaker change): considered when
+      // the run's report arrives. One per run: later asks fold into the first (its reason is kept).
+      `CREATE TABLE rerun_requests (
+         parent_run_id  text PRIMARY KEY REFERENCES runs (id),
+         reason         text NOT NULL,
+         created_at     timestamptz NOT NULL DEFAULT now()
+       )`,
+      // A rerun decided on and waiting for its time (cool-down, backoff). Starting it moves it to
+      // 'started' and creates its run in one transaction, conditionally on 'scheduled', so an
+      // orchestrator restarted (or a second one) starts it once; run_id is then the run started.
+      `CREATE TABLE scheduled_reruns (
+         id             text PRIMARY KEY,
+         campaign_id    text NOT NULL REFERENCES campaigns (id),
+         parent_run_id  text NOT NULL REFERENCES runs (id),
+         reason         text NOT NULL,
+         due_at         timestamptz NOT NULL,
+         status         text NOT NULL CHECK (status IN ('scheduled', 'started')),
+         run_id         text UNIQUE REFERENCES runs (id),
+         created_at     timestamptz NOT NULL DEFAULT now(),
+         started_at     timestamptz
+       )`,
+      // One rerun waiting per campaign (the rerun policy's debounce), held by the database.
+      `CREATE UNIQUE INDEX scheduled_reruns_waiting_idx ON scheduled_reruns (campaign_id) WHERE status = 'scheduled'`,
+    ],
+  },
 ];

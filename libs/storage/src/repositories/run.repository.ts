@@ -176,6 +176,18 @@ export class RunRepository {
     if (updated.length === 0) throw new RunNotFoundError(id);
   }
 
+  /**
+   * Takes campaign `campaignId`'s run lock (a transaction-scoped PostgreSQL advisory lock) until
+   * the surrounding transaction ends. Whoever creates a run under it, having first looked at the
+   * campaign's open runs, does both as one step against every other process on this database.
+   * Call it on a transaction's `tx`: outside a transaction the lock is released at once.
+   */
+  async lockCampaign(campaignId: string): Promise<void> {
+    await this.db.query(`SELECT pg_advisory_xact_lock(hashtext('fathom.campaign-runs:' || $1))`, [
+      campaignId,
+    ]);
+  }
+
   private async requireExists(id: string): Promise<void> {
     const rows = await this.db.query('SELECT 1 FROM runs WHERE id = $1', [id]);
     if (rows.length === 0) throw new RunNotFoundError(id);

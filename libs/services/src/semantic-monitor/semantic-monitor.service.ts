@@ -393,7 +393,14 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     this.embeddingSettled = this.loadEmbedder()
       .then(async (embedder) => {
         if (!embedder) return;
-        const vectors = await embedder.embed(records.map((r) => r.content.slice(0, 2000)));
+        // USE-lite (TF.js WASM) runs on this thread and a whole embed call never yields (~25 ms a
+        // text here): one text per macrotask, so the loop (and a co-located load-generator's
+        // timing) stalls for one text, not the whole sample (seconds; bench/semantic-keepup).
+        const vectors: Float32Array[] = [];
+        for (const r of records) {
+          vectors.push(...(await embedder.embed([r.content.slice(0, 2000)])));
+          await new Promise((resolve) => setImmediate(resolve));
+        }
         for (const v of vectors) run.drift.add(v);
         this.embeddingMs += performance.now() - started;
         this.embeddedTexts += records.length;

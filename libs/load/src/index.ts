@@ -1,6 +1,11 @@
 export * from './engine/run-shard';
 export * from './measure/window.snapshot';
-export { decodeHistogram, encodeHistogram, quantilesFromHistogram, type Quantiles } from './measure/latency-histogram.util';
+export {
+  decodeHistogram,
+  encodeHistogram,
+  quantilesFromHistogram,
+  type Quantiles,
+} from './measure/latency-histogram.util';
 export * from './measure/window.recorder';
 export * from './adaptive/aimd.controller';
 export * from './adaptive/gpu-memory.gauge';
@@ -17,3 +22,10 @@ export { classifyError } from './driver/error-class.util';
 export * from './campaign/campaign-file.parser';
 export * from './driver/tool-chain.driver';
 export * from './driver/rag-layer.driver';
+export { Http1Client, type Http1Exchange, type Http1ClientOptions } from './transport/http1.client';
+export { Http1Error, type Http1ErrorCode } from './transport/http1.error';
+export {
+  Http1ResponseParser,
+  MAX_HEAD_BYTES,
+  type Http1ResponseSink,
+} from './transport/http1-response.parser';

@@ -70,17 +70,30 @@ export class AlertRepository {
     );
   }
 
-  /** Links a claim to its run; returns the claim's status now (it may have been resolved meanwhile). */
+  /**
+   * Links a claim to its run: the run it started, or (`coalesced`) the open run of the campaign it
+   * joined. Returns the claim's status now (it may have been resolved meanwhile).
+   */
   async linkRun(
     key: { groupKey: string; fingerprint: string; startsAt: string; ruleId: string },
     runId: string,
+    options: { coalesced?: boolean } = {},
   ): Promise<'firing' | 'resolved'> {
     const [row] = await this.db.query<{ status: 'firing' | 'resolved' }>(
-      `UPDATE alert_triggers SET run_id = $5
+      `UPDATE alert_triggers SET run_id = $5, coalesced = $6
         WHERE group_key = $1 AND fingerprint = $2 AND starts_at = $3 AND rule_id = $4 RETURNING status`,
-      [key.groupKey, key.fingerprint, key.startsAt, key.ruleId, runId],
+      [key.groupKey, key.fingerprint, key.startsAt, key.ruleId, runId, options.coalesced ?? false],
     );
     return row?.status ?? 'resolved';
+  }
+
+  /** Firing alerts (started or coalesced) that hold run `runId`. */
+  async firingHolders(runId: string): Promise<number> {
+    const [row] = await this.db.query<{ count: number }>(
+      `SELECT count(*)::integer AS count FROM alert_triggers WHERE run_id = $1 AND status = 'firing'`,
+      [runId],
+    );
+    return Number(row.count);
   }
 
   /** Marks every firing episode of this alert in this group resolved; returns the runs they started. */

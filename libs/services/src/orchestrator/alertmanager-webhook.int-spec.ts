@@ -113,6 +113,90 @@ describe('POST /v1/hooks/alertmanager', () => {
     await sut.campaigns.abort(second.started[0].runId, 'test over');
   }, 30_000);
 
+  type Outcome = {
+    started: Array<{ runId: string }>;
+    coalesced: Array<{ runId: string; fingerprint: string }>;
+    aborted: string[];
+  };
+  /** One alert of the rule's kind, by fingerprint, firing or resolved. */
+  const alertOf = async (fingerprint: string, status: 'firing' | 'resolved'): Promise<Outcome> => {
+    const payload = fixture(`${status}.v4.json`) as { alerts: Array<Record<string, unknown>> };
+    payload.alerts[0].fingerprint = fingerprint;
+    payload.alerts[0].startsAt = '2026-05-04T12:00:00.000Z';
+    const response = await hook(payload);
+    expect(response.status).toBe(200);
+    return (await response.json()) as Outcome;
+  };
+  const openRuns = () => sut.runs.list({ campaignId, status: ['pending', 'running'] });
+
+  it('starts one run for ten different alerts of one campaign firing at once; the others join it until the last resolves', async () => {
+    expect(await openRuns()).toEqual([]);
+    const fingerprints = Array.from({ length: 10 }, (_, i) => `c0a1e5ce0000000${i}`);
+
+    const outcomes = await Promise.all(fingerprints.map((f) => alertOf(f, 'firing')));
+
+    const started = outcomes.flatMap((o) => o.started);
+    const coalesced = outcomes.flatMap((o) => o.coalesced);
+    expect(started).toHaveLength(1);
+    expect(coalesced).toHaveLength(9);
+    const runId = started[0].runId;
+    expect(coalesced.every((c) => c.runId === runId)).toBe(true);
+    expect((await openRuns()).map((r) => r.id)).toEqual([runId]);
+    const links = await sut.database.query<{ run_id: string; coalesced: boolean }>(
+      `SELECT run_id, coalesced FROM alert_triggers WHERE fingerprint LIKE 'c0a1e5ce%'`,
+    );
+    expect(links.filter((l) => l.run_id === runId)).toHaveLength(10);
+    expect(links.filter((l) => l.coalesced)).toHaveLength(9);
+
+    // The alert that started the run resolves first: nine alerts still hold it.
+    const starter = fingerprints.find((f) => outcomes[fingerprints.indexOf(f)].started.length === 1)!;
+    const others = fingerprints.filter((f) => f !== starter);
+    expect((await alertOf(starter, 'resolved')).aborted).toEqual([]);
+    for (const f of others.slice(0, -1)) expect((await alertOf(f, 'resolved')).aborted).toEqual([]);
+    expect((await sut.runs.get(runId))?.status).not.toBe('aborted');
+    expect((await alertOf(others[others.length - 1], 'resolved')).aborted).toEqual([runId]);
+    expect(await openRuns()).toEqual([]);
+  }, 30_000);
+
+  it('coalesces a firing alert into a run the API started, and its resolution leaves that run alone', async () => {
+    const api = await sut.campaigns.startStored(campaignId, 'api', null);
+    const alertRunsBefore = (await alertRuns()).length;
+
+    const firing = await alertOf('a91c0a1e5ce00001', 'firing');
+
+    expect(firing.started).toEqual([]);
+    expect(firing.coalesced).toEqual([expect.objectContaining({ runId: api!.runId })]);
+    expect(await alertRuns()).toHaveLength(alertRunsBefore);
+    expect((await alertOf('a91c0a1e5ce00001', 'resolved')).aborted).toEqual([]);
+    expect(['pending', 'running']).toContain((await sut.runs.get(api!.runId))?.status);
+    await sut.campaigns.abort(api!.runId, 'test over');
+  });
+
+  it('refuses an alert rule or a schedule for an unknown campaign, naming campaignId', async () => {
+    const post = (path: string, body: unknown) =>
+      fetch(`${sut.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const rule = await post('/v1/alert-rules', {
+      name: 'orphan',
+      matchLabels: { alertname: 'X' },
+      campaignId: 'no-such-campaign',
+    });
+    const schedule = await post('/v1/schedules', {
+      campaignId: 'no-such-campaign',
+      mode: 'interval',
+      intervalMs: 1000,
+    });
+    for (const response of [rule, schedule]) {
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { issues: unknown[] }).issues).toEqual([
+        { field: 'campaignId', message: 'no campaign no-such-campaign' },
+      ]);
+    }
+  });
+
   it('starts nothing for an alert no rule matches', async () => {
     const other = fixture('firing.v4.json') as {
       alerts: Array<{ labels: Record<string, string>; fingerprint: string }>;

@@ -63,6 +63,29 @@ export class CampaignService {
   }
 
   /**
+   * Starts a run of a stored campaign unless the campaign has a run open (pending or running):
+   * then nothing is created and that run is returned as `refused`. Checked and created under the
+   * campaign's run lock, so concurrent callers, in this process or another, start one run
+   * between them. null when there is no such campaign.
+   */
+  async startStoredUnlessOpen(
+    campaignId: string,
+    trigger: RunTrigger,
+    reason: string | null,
+  ): Promise<Admission<StoredRun> | null> {
+    const campaign = await this.campaigns.get(campaignId);
+    if (!campaign) return null;
+    return this.startUnless(
+      { campaignId, trigger, parentRunId: null, reason },
+      campaign.spec,
+      async (tx, run) =>
+        (await createRepositories(tx).runs.list({ campaignId, status: ['pending', 'running'] })).find(
+          (open) => open.id !== run.id,
+        ) ?? null,
+    );
+  }
+
+  /**
    * Creates the run in one transaction that holds the campaign's run lock (see
    * `RunRepository.lockCampaign`; every run this service creates takes it), then asks `refuse`,
    * on that transaction, whether the run may go: a reason rolls the run back and is returned;

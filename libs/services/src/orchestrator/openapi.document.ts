@@ -108,11 +108,13 @@ export const ORCHESTRATOR_PATHS: OpenApiPaths = {
   '/v1/hooks/alertmanager': {
     post: {
       summary:
-        'Alertmanager webhook (payload version 4): firing alerts start the campaigns of matching rules, once per episode; resolved alerts abort what they started',
+        'Alertmanager webhook (payload version 4): firing alerts start the campaigns of matching rules, once per episode. One open run per campaign: an alert whose campaign already has a run pending or running starts nothing and is coalesced into that run (listed under `coalesced`). A resolved alert aborts an alert-started run once no alert holding it is still firing; runs started otherwise are never aborted by alerts',
       security: [{ alertWebhookSecret: [] }],
       requestBody: body('AlertmanagerPayload'),
       responses: {
-        '200': reply('runs started, duplicates, runs aborted, unmatched alerts'),
+        '200': reply(
+          'runs started, alerts coalesced into open runs, duplicates, runs aborted, unmatched alerts',
+        ),
         ...errors,
         '503': reply('FATHOM_ALERT_WEBHOOK_SECRET not set', 'Error'),
       },

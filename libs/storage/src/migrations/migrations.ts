@@ -170,4 +170,14 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE UNIQUE INDEX scheduled_reruns_waiting_idx ON scheduled_reruns (campaign_id) WHERE status = 'scheduled'`,
     ],
   },
+  {
+    version: 5,
+    name: 'alert-triggers-coalesced',
+    statements: [
+      // true: the firing alert found a run of its campaign already open and joined it (run_id)
+      // instead of starting a second one; false: run_id is the run the alert started.
+      `ALTER TABLE alert_triggers ADD COLUMN coalesced boolean NOT NULL DEFAULT false`,
+      `CREATE INDEX alert_triggers_run_id_idx ON alert_triggers (run_id, status)`,
+    ],
+  },
 ];

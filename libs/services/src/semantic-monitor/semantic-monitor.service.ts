@@ -31,7 +31,6 @@ import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 import { tokenStats } from './token-stats.util';
 import { ToolContractWatch } from './tool-contract.watch';
-import { ToolContractWatch } from './tool-contract.watch';
 import { BaselineDriftService, type BaselineDriftWatch } from './baseline-drift.watch';
 import { minSampleRateFromEnv } from './embedding-sample.config';
 
@@ -72,8 +71,6 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   private readonly logger = new Logger(SemanticMonitorService.name);
   private readonly subscriptions: Subscription[] = [];
   private readonly runs = new Map<string, RunState>();
-  /** Tool schema drift: observed tool answers against the campaign's declared contracts. */
-  private readonly toolContracts = new ToolContractWatch();
   /** Tool schema drift: observed tool answers against the campaign's declared contracts. */
   private readonly toolContracts = new ToolContractWatch();
   private readonly sampler = new AdaptiveSampleRate({ min: minSampleRateFromEnv() });
@@ -156,7 +153,6 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     const run = this.run(command.campaignId, command.runId);
     run.shardCount = command.shard.count;
     this.toolContracts.declare(command.campaignId, command.runId, command.spec);
-    this.toolContracts.declare(command.campaignId, command.runId, command.spec);
     run.baseline ??= this.baselines.watch(command);
     const slo = command.spec.slo;
     // Per-request budgets: the run's P99 objectives applied to each request; SLO-0's 800 ms when none.
@@ -179,7 +175,6 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (run?.settleTimer) clearTimeout(run.settleTimer);
     this.runs.delete(report.runId);
     this.toolContracts.forget(report.runId);
-    this.toolContracts.forget(report.runId);
   }
 
   private async onBatch(batch: RequestTelemetry): Promise<void> {
@@ -192,7 +187,6 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         const assessment = run.assessor.assess(record, run.slo);
         signals.push(this.tokenStatsSignal(batch, id, record, assessment));
         signals.push(...this.detectorSignals(batch, id, record, assessment));
-        signals.push(...this.toolContracts.observe(batch, record));
         signals.push(...this.toolContracts.observe(batch, record));
         run.ledger.add({
           requestId: record.requestId,
@@ -368,7 +362,6 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (g.semanticGoodputPerSecond !== null) figures.semanticGoodputPerSecond = g.semanticGoodputPerSecond;
     if (drift.meanCosineToBaseline !== null) figures.meanCosineToBaseline = drift.meanCosineToBaseline;
     if (this.embeddedTexts > 0) figures.embeddingMsPerText = this.embeddingMs / this.embeddedTexts;
-    Object.assign(figures, this.toolContracts.figures(runId));
     Object.assign(figures, this.toolContracts.figures(runId));
     for (const [check, failures] of Object.entries(g.checkFailures)) figures[`failed.${check}`] = failures;
     const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)} %`);

@@ -441,6 +441,7 @@ class ShardEngine {
       // Optional fields set only when present (no object spreads on the hot path).
       if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);
       if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
+      if (outcome.toolCalls !== undefined) record.toolCalls = outcome.toolCalls;
       try {
         this.options.sink.record(record);
       } catch {

@@ -12,7 +12,6 @@ import { runShard } from '@fathom/load';
 import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 import { TelemetryPublisher } from './telemetry.publisher';
-import { ToolCallJoinSink } from './tool-call-join.sink';
 import { LoadMetrics } from './load.metrics';
 import { METRICS_REGISTRY } from '@fathom/observability';
 import type { Registry } from 'prom-client';
@@ -97,7 +96,6 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   private async execute(command: RunShardCommand, abort: AbortController): Promise<void> {
     const { shard, runId, campaignId } = command;
     const publisher = new TelemetryPublisher(this.bus, campaignId, runId, this.generatorId, this.metrics);
-    const sink = new ToolCallJoinSink(publisher);
     const empty: ShardCounts = {
       sent: 0,
       completed: 0,
@@ -133,11 +131,9 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         runId,
         campaignId,
         generatorId: this.generatorId,
-        sink,
-        tap: sink.tap,
+        sink: publisher,
         signal: abort.signal,
       });
-      sink.flush();
       await publisher.drain();
       const final = {
         ...counts,
@@ -150,7 +146,6 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : undefined,
       );
     } catch (error) {
-      sink.flush();
       await publisher.drain();
       const reason = `load engine failed: ${(error as Error).message}`;
       this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);

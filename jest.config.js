@@ -21,6 +21,7 @@ for (const [alias, [target]] of Object.entries(swcrc.jsc.paths)) {
 const SERIAL = [
   'test/e2e/',
   'libs/services/src/analyzer/root-cause.int-spec.ts',
+  'libs/services/src/analyzer/tier-restart.int-spec.ts',
   'libs/services/src/orchestrator/rerun-cap.int-spec.ts',
   'libs/services/src/orchestrator/rerun-restart.int-spec.ts',
   'libs/services/src/shadow/shadow.int-spec.ts',

@@ -42,4 +42,20 @@ describe(TierHysteresis.name, () => {
     for (let i = 0; i < 10; i++) expect(sut.observe(at(i % 2 ? 'SLO-0' : 'SLO-1'))).toBeNull();
     expect(sut.tier).toBe('SLO-0');
   });
+
+  it('restored to the tier a run was in, announces no assignment and changes only after the hysteresis', () => {
+    const sut = new TierHysteresis();
+    sut.restore('SLO-1', at('SLO-1').miss);
+
+    expect(sut.tier).toBe('SLO-1');
+    expect(sut.observe(at('SLO-1'))).toBeNull();
+    expect(sut.observe(at('SLO-0'))).toBeNull();
+    expect(sut.observe(at('SLO-0'))).toBeNull();
+    expect(sut.observe(at('SLO-0'))).toMatchObject({
+      from: 'SLO-1',
+      to: 'SLO-0',
+      objective: 'correctedE2e p99',
+      figures: { value: 950, threshold: 800 },
+    });
+  });
 });

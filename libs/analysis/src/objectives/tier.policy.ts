@@ -141,6 +141,19 @@ export class TierHysteresis {
     return this.current;
   }
 
+  /**
+   * Puts a restarted tracker where the run already is: `tier` is the last tier announced, and
+   * `lastMiss` the objective that took the run into it when that was a worse tier (named again
+   * when the run recovers). A streak of verdicts toward another tier starts over, so a change
+   * under way when the process stopped is announced after `enterAfter`/`leaveAfter` evaluations
+   * of the new process, once.
+   */
+  restore(tier: string, lastMiss: ObjectiveResult | null): void {
+    this.current = tier;
+    this.pending = null;
+    this.lastRecovered = lastMiss;
+  }
+
   observe(evaluation: TierEvaluation): TierChangeDecision | null {
     const rank = (name: string) => {
       const i = this.config.tiers.findIndex((t) => t.name === name);

@@ -34,6 +34,7 @@ import {
   evaluateTiers,
   type BreakerKey,
   type BreakerTransition,
+  type ObjectiveResult,
   type RecordDigest,
   type RootCauseOptions,
   type TierPolicyConfig,
@@ -65,9 +66,15 @@ type StoredKind =
   | 'semantic'
   | 'gpu'
   | 'tier'
+  | 'tier-published'
   | 'digest'
   | 'breaker'
   | 'cause';
+
+/** Stored after a tier change was published (the change itself is stored before publishing). */
+type TierPublished = {
+  tierEventId: string;
+};
 
 interface DigestBatch {
   id: string;
@@ -80,6 +87,8 @@ interface DigestBatch {
 /** Live state of one run; rebuilt from storage when the analyzer restarts mid-run. */
 interface RunState {
   readonly campaignId: string;
+  /** Settles once the state is rebuilt from storage; nothing reads or judges it before. */
+  restored: Promise<void>;
   spec: CampaignSpec | null;
   readonly timeline: RunTimeline;
   /**
@@ -164,6 +173,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private newState(campaignId: string, spec: CampaignSpec | null): RunState {
     return {
       campaignId,
+      restored: Promise.resolve(),
       spec,
       timeline: new RunTimeline(),
       tierPolicy: DEFAULT_TIER_POLICY,
@@ -177,13 +187,29 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  /** The run's live state; after a restart, rebuilt from what was stored (no republishing). */
+  /**
+   * The run's live state; after a restart, rebuilt from what was stored: the timeline, the spec's
+   * tier policy, and the tier the run is in (the last tier change stored), so that the new
+   * process neither announces the run's tier again nor takes a change for a first assignment.
+   * Callers arriving while it is rebuilt wait for it.
+   */
   private async state(runId: string, campaignId: string): Promise<RunState> {
     const known = this.states.get(runId);
-    if (known) return known;
+    if (known) {
+      await known.restored;
+      return known;
+    }
     const state = this.newState(campaignId, null);
     this.states.set(runId, state);
+    state.restored = this.restore(runId, state);
+    await state.restored;
+    return state;
+  }
+
+  private async restore(runId: string, state: RunState): Promise<void> {
     const stored = await this.events.listByRun(runId);
+    const tierChanges: SloTierChange[] = [];
+    const published = new Set<string>();
     for (const e of stored) {
       if (e.kind === 'shard-command') state.spec ??= (e.payload as RunShardCommand).spec;
       else if (e.kind === 'window') state.timeline.addWindow(e.payload as TelemetryWindow);
@@ -191,8 +217,43 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       else if (e.kind === 'gpu') state.timeline.addGpu(e.payload as GpuTelemetry);
       else if (e.kind === 'semantic' && (e.payload as SemanticSignal).kind === 'detector')
         state.timeline.addDetector(e.payload as DetectorSignal);
+      else if (e.kind === 'tier') tierChanges.push(e.payload as SloTierChange);
+      else if (e.kind === 'tier-published')
+        published.add((e.payload as unknown as TierPublished).tierEventId);
     }
-    return state;
+    if (state.spec) {
+      state.tierPolicy = tierPolicyFor(state.spec.slo.tiers);
+      state.tierPolicyFromSpec = true;
+      state.tiers = new TierHysteresis(state.tierPolicy);
+    }
+    // Stored in the order they were announced (listByRun: by emittedAt, then id).
+    const last = tierChanges[tierChanges.length - 1];
+    if (last) {
+      const rank = (tier: string) => state.tierPolicy.tiers.findIndex((t) => t.name === tier);
+      const worse = last.from !== null && (rank(last.to) === -1 || rank(last.to) > rank(last.from));
+      state.tiers.restore(last.to, worse ? missOf(last) : null);
+    }
+    // A change stored but not known to be published (the previous process stopped in between) is
+    // published now, with its own id: a consumer that already has it can tell it is the same.
+    for (const change of tierChanges) {
+      if (!published.has(change.id)) await this.publishTier(change);
+    }
+  }
+
+  /** Publishes a stored tier change, then records that it was published. */
+  private async publishTier(event: SloTierChange): Promise<void> {
+    await this.bus.publish(Topics.sloTier, event);
+    const marker: TierPublished = { tierEventId: event.id };
+    await this.events.appendMany([
+      {
+        eventId: `${event.id}:published`,
+        runId: event.runId,
+        topic: Topics.sloTier.name,
+        kind: 'tier-published' satisfies StoredKind,
+        occurredAt: event.emittedAt,
+        payload: marker,
+      },
+    ]);
   }
 
   private async onShard(command: RunShardCommand): Promise<void> {
@@ -337,7 +398,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         ...(change.objective ? { objective: change.objective } : {}),
       };
       await this.store('tier', Topics.sloTier.name, event);
-      await this.bus.publish(Topics.sloTier, event);
+      await this.publishTier(event);
     }
     const p99Budget = state.spec?.slo.p99Ms ?? this.causeOptions.p99BudgetMs;
     const diagnosis = diagnose(state.timeline, now, { ...this.causeOptions, p99BudgetMs: p99Budget });
@@ -472,6 +533,19 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
 /** Host:port of the target: the node its breakers are kept for. */
 function nodeOf(spec: CampaignSpec): string {
   return new URL(spec.target.baseUrl).host;
+}
+
+/** The objective a stored change into a worse tier named, as the tier tracker keeps it. */
+function missOf(change: SloTierChange): ObjectiveResult | null {
+  if (!change.objective) return null;
+  const { value, threshold } = change.figures;
+  return {
+    objective: change.objective,
+    value: value ?? null,
+    threshold: threshold ?? Number.NaN,
+    ok: false,
+    text: change.reason,
+  };
 }
 
 function stripNamedAt(cause: TrackedCause): Omit<TrackedCause, 'namedAt'> {

@@ -1,4 +1,4 @@
-// Side-by-side load-engine bench: node bench/load-engine/bench.js [SECONDS=5] [CONCURRENCY=64]
+// Side-by-side load-engine bench: node bench/load-engine/bench.js [SECONDS=5] [CONCURRENCY=64] [SSE_CONCURRENCY=256]
 // Target pinned to core 1, each client to core 0 (taskset). Prints requests/s, client CPU seconds
 // per 10,000 requests (and per 10,000 token events for streams) and ratios. Figures, never a test.
 // Optional peers run when installed: wrk, hey, locust (Debian: wrk, hey, python3-locust).
@@ -10,6 +10,8 @@ const { tmpdir, cpus } = require('node:os');
 
 const seconds = Number(process.argv[2] ?? 5);
 const concurrency = Number(process.argv[3] ?? 64);
+// Enough concurrent 64 ms streams that the client core, not the stream length, limits streams/s.
+const streamConcurrency = Number(process.argv[4] ?? 256);
 const here = __dirname;
 const root = join(here, '..', '..');
 const tmp = mkdtempSync(join(tmpdir(), 'fathom-bench-'));
@@ -19,19 +21,28 @@ const targetCore = cpus().length > 1 ? '1' : '0';
 const body = (stream) =>
   JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'hello' }], stream, max_tokens: 64 });
 
-function startTarget(port, tokens, gapMs) {
+/**
+ * The C epoll target (c-target.c, same responses as target.js) when a C compiler is here: one
+ * Node core serves only ~300-400 64-token streams/s, so with target.js the target saturates
+ * before the client core does. `FATHOM_BENCH_TARGET=node` forces target.js.
+ */
+function targetCommand() {
+  if (process.env.FATHOM_BENCH_TARGET !== 'node' && has('cc')) {
+    const bin = join(tmp, 'c-target');
+    const cc = spawnSync('cc', ['-O2', '-o', bin, join(here, 'c-target.c')], { encoding: 'utf8' });
+    if (cc.status === 0) return { name: 'c-target (C, epoll)', argv: [bin] };
+    console.error(`c-target did not build, using target.js: ${cc.stderr}`);
+  }
+  return { name: 'target.js (Node)', argv: [process.execPath, join(here, 'target.js')] };
+}
+
+function startTarget(command, port, tokens, gapMs) {
   const child = spawn(
     'taskset',
-    [
-      '-c',
-      targetCore,
-      process.execPath,
-      join(here, 'target.js'),
-      String(port),
-      String(tokens),
-      String(gapMs),
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    ['-c', targetCore, ...command.argv, String(port), String(tokens), String(gapMs)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
   );
   return new Promise((resolve) => child.stdout.once('data', () => resolve(child)));
 }
@@ -97,7 +108,7 @@ function hey(url) {
   return { tool: 'hey', requests, wallS: seconds, cpuS: r.cpuS };
 }
 
-function locust(url, fast, stream) {
+function locust(url, fast, stream, users = concurrency) {
   const csv = join(tmp, `locust-${fast}-${stream}`);
   const r = timed(
     'locust',
@@ -106,9 +117,9 @@ function locust(url, fast, stream) {
       join(here, 'locustfile.py'),
       '--headless',
       '-u',
-      String(concurrency),
+      String(users),
       '-r',
-      String(concurrency),
+      String(users),
       '-t',
       `${seconds}s`,
       '--host',
@@ -151,6 +162,7 @@ function table(rows, base, perEvents) {
         `${(r.tokenEvents / r.wallS).toFixed(0)} token events/s`,
         `${((r.cpuS / r.tokenEvents) * 1e4).toFixed(3)} cpu-s/10k events`,
         `${(r.requests / r.cpuS).toFixed(0)} streams/cpu-s`,
+        `client core busy ${(r.cpuS / r.wallS).toFixed(2)}`,
       );
     if (r.itlP99Ms !== undefined && r.itlP99Ms !== null) line.push(`itl p99 ${r.itlP99Ms.toFixed(2)} ms`);
     if (r.errors) line.push(`errors ${r.errors}`);
@@ -163,8 +175,9 @@ async function main() {
   console.log(
     `load-engine bench: ${seconds} s per tool, ${concurrency} connections, node ${process.version}, ${cpus()[0].model} x${cpus().length}, ${new Date().toISOString()}`,
   );
-  console.log(`target on core ${targetCore}, clients on core ${clientCore}`);
-  const jsonTarget = await startTarget(18089, 64, 1);
+  const target = targetCommand();
+  console.log(`target ${target.name} on core ${targetCore}, clients on core ${clientCore}`);
+  const jsonTarget = await startTarget(target, 18089, 64, 1);
   const url = 'http://127.0.0.1:18089';
   const rows = [];
   try {
@@ -179,12 +192,16 @@ async function main() {
     table(rows, 'autocannon', false);
 
     const streams = [];
-    streams.push(nodeClient('undici-stream-client.js', [url, String(concurrency), String(seconds)], false));
-    streams.push(nodeClient('fathom-client.ts', [url, String(concurrency), String(seconds), 'stream'], true));
-    if (has('locust')) streams.push(locust(url, false, true));
+    const sse = String(streamConcurrency);
+    streams.push(nodeClient('undici-stream-client.js', [url, sse, String(seconds)], false));
+    streams.push(nodeClient('fathom-client.ts', [url, sse, String(seconds), 'stream'], true));
+    if (has('locust')) streams.push(locust(url, false, true, streamConcurrency));
     for (const s of streams)
       if (!s.tokenEvents && s.tool.startsWith('locust')) s.tokenEvents = s.requests * 67; // 64 tokens + finish + usage + [DONE]
-    console.log('\nSSE streams (64 tokens, 1 ms apart): streams/s = req/s');
+    console.log(
+      `\nSSE streams (64 tokens, 1 ms apart, ${streamConcurrency} concurrent): streams/s = req/s; ` +
+        'client core busy = cpu / wall (1.00: the client core is what limits)',
+    );
     table(streams, 'undici-bare', true);
   } finally {
     jsonTarget.kill();

@@ -36,6 +36,8 @@ const ERROR_BODY_CAP = 2048;
  * keep undici: the own client speaks plain TCP only, and TLS costs dwarf the parsing there.
  */
 export class OpenAiChatDriver implements RequestDriver {
+  /** Stream bytes of the own client's reads, parsed after the reads (see StreamBacklog). */
+  readonly backlog = new StreamBacklog();
   private readonly pool: Pool | null;
   private readonly http1: Http1Client | null;
   private readonly origin: string;
@@ -234,6 +236,61 @@ export class OpenAiChatDriver implements RequestDriver {
 }
 
 /**
+ * Stream bytes between the socket read that stamped them and their parsing (SSE decode, JSON,
+ * assembly: ~10 us a token event). When a decode step's tokens for hundreds of streams arrive
+ * together, parsing each read before the next socket is read would stamp the last of them late
+ * by the parsing of all before it; so a read only copies its bytes here with its stamp, and the
+ * backlog parses them in later macrotasks of at most SLICE_MS each, letting the event loop poll
+ * the sockets (and stamp their reads) in between. FIFO, so a response's end is handled after its
+ * bytes. One per driver; single-threaded.
+ */
+class StreamBacklog {
+  private calls: (ChatCall | null)[] = [];
+  private bytes: (Buffer | null)[] = [];
+  private offsets: number[] = [];
+  private head = 0;
+  private scheduled = false;
+
+  push(call: ChatCall, bytes: Buffer | null, atMs: number): void {
+    this.calls.push(call);
+    this.bytes.push(bytes);
+    this.offsets.push(atMs);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.drain);
+    }
+  }
+
+  private readonly drain = (): void => {
+    const deadline = performance.now() + SLICE_MS;
+    const { calls, bytes, offsets } = this;
+    let i = this.head;
+    while (i < calls.length) {
+      const call = calls[i]!;
+      const chunk = bytes[i];
+      calls[i] = null;
+      bytes[i] = null;
+      call.parseDeferred(chunk, offsets[i]);
+      i++;
+      if ((i & 7) === 0 && performance.now() >= deadline) break;
+    }
+    if (i < calls.length) {
+      this.head = i;
+      setImmediate(this.drain);
+      return;
+    }
+    this.calls = [];
+    this.bytes = [];
+    this.offsets = [];
+    this.head = 0;
+    this.scheduled = false;
+  };
+}
+
+/** Longest the backlog parses in one macrotask before the event loop polls again. */
+const SLICE_MS = 0.5;
+
+/**
  * One chat request in flight: the own client's `Http1Exchange` (http:) or undici's dispatch
  * handler (https:), whose methods the client calls, and the state its outcome is built from.
  * Offsets run from the moment the request was written to the socket (onRequestSent); until then
@@ -286,23 +343,36 @@ class ChatCall implements Http1Exchange {
     this.serverRequestId = requestId;
   }
 
-  /** Stream bytes are decoded at once (the buffer is reused after the call); others are copied. */
+  /**
+   * Body bytes are copied (the client reuses its read buffer after the call). Stream bytes are
+   * parsed later, by the backlog, with the offset of the read that carried them.
+   */
   onResponseBody(bytes: Buffer, start: number, end: number, readMono: number): void {
     if (this.settled) return;
-    if (this.httpClass !== null || this.decoder === null) {
-      if (this.httpClass === null || this.partBytes < ERROR_BODY_CAP) {
-        const part = Buffer.allocUnsafe(end - start);
-        bytes.copy(part, 0, start, end);
-        this.parts.push(part);
-        this.partBytes += part.length;
-      }
+    const streamed = this.httpClass === null && this.decoder !== null;
+    if (!streamed && this.httpClass !== null && this.partBytes >= ERROR_BODY_CAP) return;
+    const part = Buffer.allocUnsafe(end - start);
+    bytes.copy(part, 0, start, end);
+    if (streamed) {
+      this.driver.backlog.push(this, part, readMono - this.startMono);
       return;
     }
-    this.streamBytes(bytes.subarray(start, end), readMono - this.startMono);
+    this.parts.push(part);
+    this.partBytes += part.length;
   }
 
   onResponseEnd(readMono: number): void {
-    this.complete(readMono - this.startMono);
+    // After the stream bytes still in the backlog, in order.
+    if (this.decoder !== null && this.httpClass === null)
+      this.driver.backlog.push(this, null, readMono - this.startMono);
+    else this.complete(readMono - this.startMono);
+  }
+
+  /** The backlog's call: stream bytes of one read, or (null) the end of the response. */
+  parseDeferred(bytes: Buffer | null, at: number): void {
+    if (this.settled) return;
+    if (bytes === null) this.complete(at);
+    else this.streamBytes(bytes, at);
   }
 
   // --- undici dispatch handler (https:) ---

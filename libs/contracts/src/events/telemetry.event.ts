@@ -9,6 +9,8 @@ export const ErrorClassSchema = z.enum([
   'http-5xx',
   'stream-truncated',
   'malformed-sse',
+  /** Broken HTTP framing: status line, header, chunk size, an oversized head. */
+  'protocol',
   'aborted',
   'other',
 ]);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ChatScenarioSchema, EmbeddingsScenarioSchema, type ChatScenario } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, parseChatStream } from '@fathom/semantic';
@@ -251,6 +251,26 @@ describe('OpenAiChatDriver over the own HTTP/1.1 client', () => {
     expect(sut.errorClass).toBe('malformed-sse');
     await sleep(20);
     expect(sockets[0].destroyed).toBe(true);
+  });
+
+  it('classifies a response that is not HTTP as a protocol error', async () => {
+    const garbage = createNetServer((socket) =>
+      socket.once('data', () => socket.end('SSH-2.0-OpenSSH_9.6\r\n\r\n')),
+    );
+    await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve));
+    try {
+      const driver = new OpenAiChatDriver(
+        scenario(),
+        { baseUrl: `http://127.0.0.1:${(garbage.address() as AddressInfo).port}/v1` },
+        { connections: 1, contentCapChars: 100 },
+      );
+      const sut = await driver.execute(requestOf());
+      await driver.close();
+      expect(sut.errorClass).toBe('protocol');
+      expect(sut.errorMessage).toMatch(/Http1Error/);
+    } finally {
+      await new Promise((resolve) => garbage.close(resolve));
+    }
   });
 
   it('embeddings: one vector per input, send delay and server request id from the own client', async () => {

@@ -22,7 +22,8 @@ async function main(): Promise<void> {
         `  TTFT error ms  ${q(f.ttftErrorMs)}\n  ITL error ms   ${q(f.itlErrorMs)}\n` +
         `  send->target arrival ms ${q(f.sendToTargetArrivalMs)}\n` +
         `  client loop delay ms p99 ${f.clientLoopDelayMs.p99.toFixed(2)} max ${f.clientLoopDelayMs.max.toFixed(2)}\n` +
-        `  client CPU ${f.clientCpuMs.toFixed(0)} ms in ${(durationMs / 1000).toFixed(1)} s = ${((f.clientCpuMs * 1000) / (f.gaps + f.streams)).toFixed(1)} us per token event`,
+        `  client CPU ${f.clientCpuMs.toFixed(0)} ms in ${(durationMs / 1000).toFixed(1)} s = ${((f.clientCpuMs * 1000) / (f.gaps + f.streams)).toFixed(1)} us per token event; ` +
+        `waited ${f.clientRunQueueWaitMs.toFixed(0)} ms runnable but off-CPU`,
     );
   }
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { request } from 'undici';
 import { CampaignSpecSchema } from '@fathom/contracts';
@@ -30,6 +31,11 @@ export interface TimingAccuracy {
   clientLoopDelayMs: { p99: number; max: number };
   /** CPU time of this process (user + system) during the measured run. */
   clientCpuMs: number;
+  /**
+   * Time this process's main thread was runnable but not running (Linux schedstat; NaN
+   * elsewhere): what other processes on the machine took from the client during the run.
+   */
+  clientRunQueueWaitMs: number;
 }
 export interface Quantiles {
   p50: number;
@@ -90,11 +96,13 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
     const cpuBefore = process.cpuUsage();
+    const schedBefore = runQueueWaitMs();
     const counts = await run(options.durationMs, (id, outcome, sentMono) =>
       received.set(id, { outcome, sentMonotonicMs: sentMono + perfToMonotonic }),
     );
     loop.disable();
     const cpu = process.cpuUsage(cpuBefore);
+    const runQueueMs = runQueueWaitMs() - schedBefore;
 
     const ttftErrors: number[] = [];
     const gapErrors: number[] = [];
@@ -141,9 +149,19 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
       },
       clientLoopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
       clientCpuMs: (cpu.user + cpu.system) / 1000,
+      clientRunQueueWaitMs: runQueueMs,
     };
   } finally {
     await sim.close();
+  }
+}
+
+/** Runnable-but-waiting time of the main thread so far (/proc/thread-self/schedstat, ns -> ms). */
+function runQueueWaitMs(): number {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return NaN;
   }
 }
 

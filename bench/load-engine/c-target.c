@@ -4,7 +4,8 @@
 //   POST {"stream": false} -> the small chat.completion JSON (content-length)
 //   POST {"stream": true}  -> TOKENS content chunks GAP_MS apart (chunked), finish, usage, [DONE]
 // Build: cc -O2 -o c-target c-target.c   Usage: ./c-target PORT [TOKENS=64] [GAP_MS=1]
-// Prints "target on PORT" when listening. Bench use only: no TLS, no pipelining limits.
+// Prints "target on PORT" when listening. GET /stats: how late its token writes were against their
+// schedule (reset on read). Bench use only: no TLS, no pipelining limits.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,11 +13,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +46,12 @@ static char **token_chunks; /* each already framed as one HTTP chunk */
 static size_t *token_chunk_lens;
 static char end_chunks[2048];
 static size_t end_chunks_len;
+/* How late token writes were against their due time (the target's own schedule fidelity), in
+   buckets of [0,0.1) [0.1,0.25) [0.25,0.5) [0.5,1) [1,2) [2,5) [5,10) [10,inf) ms; GET /stats
+   returns them as JSON and resets them. */
+static const double late_bounds[] = {0.1, 0.25, 0.5, 1, 2, 5, 10};
+static long late_counts[8];
+static double late_max;
 static const char stream_head[] =
     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
 
@@ -148,9 +157,22 @@ static void on_readable(conn *c) {
     size_t head_len = (size_t)(end - c->in) + 4;
     size_t body_len = header_value(c->in, head_len, "content-length:");
     if (c->inlen < head_len + body_len) return;
+    int stats = strncmp(c->in, "GET /stats", 10) == 0;
     int stream = memmem(c->in + head_len, body_len, "\"stream\":true", 13) != NULL;
     memmove(c->in, c->in + head_len + body_len, c->inlen - head_len - body_len);
     c->inlen -= head_len + body_len;
+    if (stats) {
+      char body[512], resp[768];
+      int n = sprintf(body, "{\"lateMsBuckets\":[\"<0.1\",\"<0.25\",\"<0.5\",\"<1\",\"<2\",\"<5\",\"<10\",\">=10\"],"
+                            "\"counts\":[%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld],\"maxLateMs\":%.3f}",
+                      late_counts[0], late_counts[1], late_counts[2], late_counts[3], late_counts[4],
+                      late_counts[5], late_counts[6], late_counts[7], late_max);
+      int m = sprintf(resp, "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s", n, body);
+      memset(late_counts, 0, sizeof late_counts);
+      late_max = 0;
+      if (send_bytes(c, resp, (size_t)m) < 0) return;
+      continue;
+    }
     if (!stream) {
       if (send_bytes(c, json_resp, json_resp_len) < 0) return;
       continue;
@@ -225,16 +247,34 @@ int main(int argc, char **argv) {
   printf("target on %d\n", port);
   fflush(stdout);
 
+  /* The next token due wakes the loop through a timerfd (absolute CLOCK_MONOTONIC, sub-ms), so
+     the target neither spins nor rounds gaps to epoll's whole milliseconds. */
+  int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+  static int timer_tag;
+  struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &timer_tag};
+  epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev);
+  double armed_for = -1;
+
   struct epoll_event events[256];
   for (;;) {
-    int timeout = -1;
-    if (head) {
-      double wait = head->due_ms - now_ms();
-      timeout = wait <= 0 ? 0 : (int)wait; /* sub-ms remainder: the loop below waits it out */
+    if (head && head->due_ms != armed_for) {
+      struct itimerspec at = {0};
+      double due = head->due_ms;
+      at.it_value.tv_sec = (time_t)(due / 1e3);
+      at.it_value.tv_nsec = (long)((due - at.it_value.tv_sec * 1e3) * 1e6);
+      if (at.it_value.tv_sec == 0 && at.it_value.tv_nsec == 0) at.it_value.tv_nsec = 1;
+      timerfd_settime(tfd, TFD_TIMER_ABSTIME, &at, NULL);
+      armed_for = due;
     }
-    int n = epoll_wait(epfd, events, 256, timeout);
+    int n = epoll_wait(epfd, events, 256, -1);
     for (int i = 0; i < n; i++) {
       conn *c = events[i].data.ptr;
+      if (c == (conn *)&timer_tag) {
+        uint64_t expirations;
+        if (read(tfd, &expirations, sizeof expirations) < 0) { /* spurious: nothing to do */ }
+        armed_for = -1;
+        continue;
+      }
       if (c == NULL) {
         for (;;) {
           int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
@@ -254,6 +294,11 @@ int main(int argc, char **argv) {
     double now = now_ms();
     while (head && head->due_ms <= now) {
       conn *c = head;
+      double late = now_ms() - c->due_ms;
+      int b = 0;
+      while (b < 7 && late >= late_bounds[b]) b++;
+      late_counts[b]++;
+      if (late > late_max) late_max = late;
       unlink_stream(c);
       if (c->next_token < tokens) {
         if (stream_step(c) < 0) continue;

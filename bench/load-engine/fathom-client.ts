@@ -36,6 +36,7 @@ async function main(): Promise<void> {
       wallS,
       cpuS,
       tokenEvents: merged.quantiles.itl.count + merged.quantiles.ttft.count,
+      itlP50Ms: merged.quantiles.itl.p50,
       itlP99Ms: merged.quantiles.itl.p99,
       ttftP99Ms: merged.quantiles.ttft.p99,
     }),

@@ -5,6 +5,7 @@ export * from './reruns/rerun.policy';
 export * from './report/run-summary.builder';
 export * from './evidence/record-digest';
 export * from './evidence/run-timeline';
+export * from './evidence/tool-drift';
 export * from './objectives/objective.model';
 export * from './objectives/tier.policy';
 export * from './breakers/circuit-breaker';

@@ -1,5 +1,10 @@
-import type { CampaignSpec, RequestRecord } from '@fathom/contracts';
-import { assessHallucinationRisk } from '@fathom/semantic';
+import type { CampaignSpec, RequestRecord, ToolCallObservation } from '@fathom/contracts';
+import {
+  assessHallucinationRisk,
+  checkShapeAgainstSchema,
+  declaredToolContracts,
+  type DeclaredToolContract,
+} from '@fathom/semantic';
 
 /** The layers a request path belongs to: breakers and root causes are kept per layer. */
 export type Layer = 'llm' | 'embed' | 'retrieve' | 'rerank' | 'index' | `tool:${string}` | 'agent' | 'http';
@@ -43,6 +48,29 @@ export interface RecordDigest {
   readonly riskSegments: number | null;
   readonly maxWindowEntropyBits: number | null;
   readonly calls: readonly LayerCall[];
+  /**
+   * The tool calls the record carries (`RequestRecord.toolCalls`), each judged against the
+   * campaign's declared contract of its version. Absent on records without tool calls and on
+   * digests stored before tool contracts existed.
+   */
+  readonly toolCalls?: readonly ToolCallDigest[];
+}
+
+/** One tool call of a request, as the root-cause engine weighs schema drift. */
+export interface ToolCallDigest {
+  readonly tool: string;
+  /** The version that answered, as recorded (`v1.9`; compare with `normalizeToolVersion`). */
+  readonly version: string;
+  /**
+   * The answer kept the declared response contract of its version: false on a violation (or a
+   * non-JSON body where JSON is declared), null when nothing is declared for the version, the
+   * contract is unusable, or the call had no answer to judge (failed, no response, too large).
+   */
+  readonly contractPassed: boolean | null;
+  /** This call went to the fallback instance. */
+  readonly fallback: boolean;
+  /** This main-path call was replaced by a fallback call. */
+  readonly fallbackTriggered: boolean;
 }
 
 /** Which layer a request path belongs to. */
@@ -154,6 +182,37 @@ function gapStats(offsets: readonly number[]): { max: number | null; median: num
   return { max: gaps[gaps.length - 1], median: gaps[Math.floor(gaps.length / 2)] };
 }
 
+/** Compiled once per scenario: every record of a run shares its spec object. */
+const declaredByScenario = new WeakMap<CampaignSpec['scenario'], Map<string, DeclaredToolContract>>();
+
+/**
+ * The same verdict as the semantic-monitor's tool-contract watch (`contractPassed` of its pass
+ * rate), from the same `@fathom/semantic` checks, so the analyzer can weigh drift while the run
+ * goes: the monitor's per-version rates arrive only with its end-of-run goodput summary.
+ */
+export function judgeToolCalls(calls: readonly ToolCallObservation[], spec: CampaignSpec): ToolCallDigest[] {
+  let declared = declaredByScenario.get(spec.scenario);
+  if (!declared) declaredByScenario.set(spec.scenario, (declared = declaredToolContracts(spec.scenario)));
+  return calls.map((call) => {
+    const contract = declared.get(call.tool)?.forVersion(call.version) ?? null;
+    let contractPassed: boolean | null = null;
+    const answered = call.status < 300 && call.body !== 'no-response' && call.body !== 'too-large';
+    if (contract?.ok && answered) {
+      contractPassed =
+        call.shape === undefined
+          ? false
+          : checkShapeAgainstSchema(contract.schema, call.shape, contract.root).violations.length === 0;
+    }
+    return {
+      tool: call.tool,
+      version: call.version,
+      contractPassed,
+      fallback: call.fallback === true,
+      fallbackTriggered: call.fallbackTriggered === true,
+    };
+  });
+}
+
 /** Digests one record; the hallucination verdict uses the spec's entropy bands (@fathom/semantic). */
 export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordDigest {
   const gaps = gapStats(record.chunkOffsetsMs);
@@ -181,5 +240,6 @@ export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordD
     riskSegments,
     maxWindowEntropyBits,
     calls: layerCalls(record, spec),
+    ...(record.toolCalls?.length ? { toolCalls: judgeToolCalls(record.toolCalls, spec) } : {}),
   };
 }

@@ -8,6 +8,13 @@ import {
   type TierSpec,
 } from '../objectives/objective.model';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
+import {
+  schemaDriftFindings,
+  toolContractRatesFromDigests,
+  toolContractRatesFromSummary,
+  type SchemaDriftFinding,
+  type ToolContractRates,
+} from '../evidence/tool-drift';
 
 /** Version of the report document's shape; bump on any breaking change. */
 export const RUN_REPORT_DOCUMENT_VERSION = 2;
@@ -50,6 +57,16 @@ export interface RunReportDocument {
     readonly stalledResponses: number;
     readonly tokenCountMismatches: number;
     readonly detectorSignals: Record<string, number>;
+    /** Tool contracts (spec, anomaly class 4); empty lists for a run without tool calls. */
+    readonly toolContracts: {
+      /** Every drifted path the semantic-monitor named, oldest first, each with a line to read. */
+      readonly drift: (SchemaDriftFinding & { readonly text: string })[];
+      /**
+       * Per tool version: the semantic-monitor's run-wide rates (its goodput summary) when the
+       * summary arrived before the report, else the analyzer's own verdicts over the records.
+       */
+      readonly rates: (ToolContractRates & { readonly source: 'semantic-monitor' | 'analyzer' })[];
+    };
   };
   readonly gpu: {
     readonly kvHitRateVariance: number | null;
@@ -95,6 +112,10 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
   const detectorSignals: Record<string, number> = {};
   for (const s of timeline.detectors) detectorSignals[s.detector] = (detectorSignals[s.detector] ?? 0) + 1;
   const digests = timeline.digests;
+  const monitorRates = toolContractRatesFromSummary(timeline.detectors);
+  const toolRates = monitorRates.length
+    ? monitorRates.map((r) => ({ ...r, source: 'semantic-monitor' as const }))
+    : toolContractRatesFromDigests(digests).map((r) => ({ ...r, source: 'analyzer' as const }));
   const variance = kvHitRateVariance(whole);
   const heat = smUtilisationHeatMap(
     timeline.gpu.map((p) => ({
@@ -138,6 +159,13 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
       stalledResponses: digests.filter((d) => (d.gapMaxMs ?? 0) >= input.stallMs).length,
       tokenCountMismatches: digests.filter((d) => (d.tokenMismatch ?? 0) !== 0).length,
       detectorSignals,
+      toolContracts: {
+        drift: schemaDriftFindings(timeline.detectors).map((f) => ({
+          ...f,
+          text: `${f.tool} ${f.version} ${f.path} ${f.change}${f.breaking ? '' : ' (breaks no reader)'}: ${f.detail}`,
+        })),
+        rates: toolRates.sort((a, b) => a.tool.localeCompare(b.tool) || a.version.localeCompare(b.version)),
+      },
     },
     gpu: {
       kvHitRateVariance: variance,

@@ -1,0 +1,243 @@
+import type { DetectorSignal } from '@fathom/contracts';
+import type { LayerCall, RecordDigest, ToolCallDigest } from '../evidence/record-digest';
+import { RunTimeline } from '../evidence/run-timeline';
+import { diagnose } from './root-cause.engine';
+
+const T0 = 1_700_000_000_000;
+const ONSET = T0 + 5_000;
+const NOW = T0 + 8_000;
+
+function digest(at: number, toolCalls: ToolCallDigest[], calls: LayerCall[] = []): RecordDigest {
+  return {
+    at,
+    startedAt: at - 40,
+    lateMs: 0,
+    ok: true,
+    errorClass: null,
+    e2eMs: 40,
+    ttftMs: null,
+    gapMaxMs: null,
+    gapMedianMs: null,
+    tokenMismatch: null,
+    outputTokens: 0,
+    riskSegments: null,
+    maxWindowEntropyBits: null,
+    calls,
+    ...(toolCalls.length ? { toolCalls } : {}),
+  };
+}
+
+const weather = (contractPassed: boolean | null, extra: Partial<ToolCallDigest> = {}): ToolCallDigest => ({
+  tool: 'weather',
+  version: 'v1.9',
+  contractPassed,
+  fallback: false,
+  fallbackTriggered: false,
+  ...extra,
+});
+
+/** One weather v1.9 call every 100 ms; `passes(at)` says whether its answer kept the contract. */
+function timelineOf(passes: (at: number) => boolean | null, signals: DetectorSignal[] = []): RunTimeline {
+  const sut = new RunTimeline();
+  const digests: RecordDigest[] = [];
+  for (let at = T0 + 100; at <= NOW; at += 100) digests.push(digest(at, [weather(passes(at))]));
+  sut.addDigests(digests);
+  for (const s of signals) sut.addDetector(s);
+  return sut;
+}
+
+function driftSignal(
+  path: string,
+  change: string,
+  detail: string,
+  at = ONSET + 50,
+  breaking = true,
+  tool = 'weather',
+  version = 'v1.9',
+): DetectorSignal {
+  return {
+    id: `run-1/schema-drift/${tool}/${version}/${path}`,
+    campaignId: 'c-1',
+    runId: 'run-1',
+    schemaVersion: 1,
+    emittedAt: at,
+    kind: 'detector',
+    detector: 'schema-drift',
+    requestId: 'r-1',
+    severity: breaking ? 'critical' : 'warning',
+    message: `tool ${tool} ${version}: ${change} at ${path} (${detail})`,
+    figures: { breaking: breaking ? 1 : 0, judgedCalls: 1, status: 200 },
+    labels: { tool, version, path, change },
+  } as DetectorSignal;
+}
+
+function goodputSummary(figures: Record<string, number>, at: number): DetectorSignal {
+  return {
+    id: 'run-1/semantic-goodput',
+    campaignId: 'c-1',
+    runId: 'run-1',
+    schemaVersion: 1,
+    emittedAt: at,
+    kind: 'detector',
+    detector: 'semantic-goodput',
+    requestId: null,
+    severity: 'info',
+    message: 'goodput 100.0 %',
+    figures,
+  } as DetectorSignal;
+}
+
+const typeChanged = () => driftSignal('$.temp_c', 'type-changed', 'declared number, observed string');
+
+describe(diagnose.name, () => {
+  describe('tool schema drift from schema-drift signals', () => {
+    it('ranks tool-schema-drift top with the tool, version, path and change when every recent answer breaks', () => {
+      const timeline = timelineOf((at) => at <= ONSET, [typeChanged()]);
+
+      const sut = diagnose(timeline, NOW);
+
+      expect(sut.map((c) => c.kind)).toEqual(['tool-schema-drift']);
+      expect(sut[0].confidence).toBe(1);
+      expect(sut[0].title).toContain('weather v1.9 ($.temp_c type-changed)');
+      expect(sut[0].evidence).toContain(
+        'weather v1.9 $.temp_c type-changed: declared number, observed string',
+      );
+      expect(sut[0].evidence[0]).toMatch(
+        /^weather v1\.9: 30\/30 answers in the last 3\.0 s \(100\.0 %\) break the declared contract \(contract pass rate 0\.0 %\)$/,
+      );
+      expect(sut[0].figures).toMatchObject({
+        'tool.weather@v1.9.driftedPaths': 1,
+        'tool.weather@v1.9.breakingPaths': 1,
+        'tool.weather@v1.9.judgedCalls': 30,
+        'tool.weather@v1.9.brokenCalls': 30,
+        'tool.weather@v1.9.contractPassRate': 0,
+      });
+      // The signal (ONSET + 50) came before the first broken answer ended (ONSET + 100).
+      expect(sut[0].since).toBe(ONSET + 50);
+      expect(sut[0].until).toBe(NOW);
+      expect(sut[0].advice.join(' ')).toContain('v1.9');
+    });
+
+    it('names no cause for the same answers without a signal', () => {
+      expect(
+        diagnose(
+          timelineOf(() => true),
+          NOW,
+        ),
+      ).toEqual([]);
+      // Broken answers the monitor raised nothing about (no declared contract path) stay unnamed too.
+      expect(
+        diagnose(
+          timelineOf((at) => at <= ONSET),
+          NOW,
+        ),
+      ).toEqual([]);
+    });
+
+    it('scales the confidence with the share of recent answers that broke', () => {
+      const every = (n: number) => (at: number) => at <= ONSET || Math.round((at - T0) / 100) % n !== 0;
+      const half = diagnose(timelineOf(every(2), [typeChanged()]), NOW)[0];
+      const quarter = diagnose(timelineOf(every(4), [typeChanged()]), NOW)[0];
+
+      expect(half.figures['tool.weather@v1.9.contractPassRate']).toBeCloseTo(0.5, 5);
+      expect(half.confidence).toBeCloseTo(0.8, 5);
+      expect(quarter.figures['tool.weather@v1.9.brokenCalls']).toBeLessThan(
+        half.figures['tool.weather@v1.9.brokenCalls'],
+      );
+      expect(quarter.confidence).toBeLessThan(half.confidence);
+    });
+
+    it('does not name a breaking drift anew once every recent answer passes again', () => {
+      const early = driftSignal('$.temp_c', 'type-changed', 'declared number, observed string', T0 + 2_500);
+      expect(
+        diagnose(
+          timelineOf(() => true, [early]),
+          NOW,
+        ),
+      ).toEqual([]);
+    });
+
+    it('stands on the signal, or the monitor’s run-wide pass rate, when no recent answer was judged', () => {
+      const unjudged = timelineOf(() => null, [typeChanged()]);
+      expect(diagnose(unjudged, NOW)[0]).toMatchObject({ kind: 'tool-schema-drift', confidence: 0.6 });
+
+      const summarised = timelineOf(
+        () => null,
+        [
+          typeChanged(),
+          goodputSummary(
+            {
+              'tool.weather@v1.9.calls': 80,
+              'tool.weather@v1.9.checked': 80,
+              'tool.weather@v1.9.contractPassRate': 0.25,
+              'tool.weather@v1.9.fallbackTriggerRate': 0,
+            },
+            NOW,
+          ),
+        ],
+      );
+      const sut = diagnose(summarised, NOW)[0];
+      expect(sut.confidence).toBeCloseTo(0.9, 5);
+      expect(sut.evidence[0]).toContain('run-wide contract pass rate 25.0 % (semantic-monitor)');
+    });
+
+    it('names an added field that breaks no reader, ranked low', () => {
+      const added = driftSignal(
+        '$.region',
+        'required-added',
+        'not declared, present in 3 of 3 answers since it first appeared',
+        ONSET + 50,
+        false,
+      );
+      const sut = diagnose(
+        timelineOf(() => true, [added]),
+        NOW,
+      );
+      expect(sut).toHaveLength(1);
+      expect(sut[0].confidence).toBe(0.35);
+      expect(sut[0].evidence).toContain(
+        'weather v1.9 $.region required-added (breaks no reader): not declared, present in 3 of 3 answers since it first appeared',
+      );
+    });
+
+    it('matches versions written with or without the v', () => {
+      const bare = driftSignal(
+        '$.temp_c',
+        'type-changed',
+        'declared number, observed string',
+        ONSET + 50,
+        true,
+        'weather',
+        '1.9',
+      );
+      const sut = diagnose(
+        timelineOf((at) => at <= ONSET, [bare]),
+        NOW,
+      )[0];
+      expect(sut.figures['tool.weather@1.9.brokenCalls']).toBe(30);
+    });
+  });
+
+  it('still ranks tool-schema-drift from failed response assertions against a clean baseline', () => {
+    const timeline = new RunTimeline();
+    const call = (ok: boolean): LayerCall => ({
+      layer: 'tool:weather',
+      path: '/tools/weather/invoke',
+      ok,
+      status: 200,
+      ...(ok ? {} : { error: 'assertion has-conditions failed', assertionFailed: true }),
+    });
+    const digests: RecordDigest[] = [];
+    for (let at = T0 + 100; at <= NOW; at += 100) digests.push(digest(at, [], [call(at <= ONSET)]));
+    timeline.addDigests(digests);
+
+    const sut = diagnose(timeline, NOW);
+
+    expect(sut.map((c) => c.kind)).toEqual(['tool-schema-drift']);
+    expect(sut[0].confidence).toBe(1);
+    expect(sut[0].evidence[0]).toBe(
+      '30/30 tool calls (100.0 %) fail their response assertions, baseline 0.0 %',
+    );
+    expect(sut[0].title).toContain('weather');
+  });
+});

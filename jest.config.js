@@ -22,6 +22,7 @@ const SERIAL = [
   'test/e2e/',
   'libs/services/src/analyzer/root-cause.int-spec.ts',
   'libs/services/src/analyzer/tier-restart.int-spec.ts',
+  'libs/services/src/analyzer/tool-schema-drift-cause.int-spec.ts',
   'libs/services/src/orchestrator/rerun-cap.int-spec.ts',
   'libs/services/src/orchestrator/rerun-restart.int-spec.ts',
   'libs/services/src/shadow/shadow.int-spec.ts',

@@ -63,7 +63,7 @@ describe(buildRunReportDocument.name, () => {
   const drift = signal({
     detector: 'schema-drift',
     severity: 'critical',
-    message: 'tool weather v1.9: type-changed at $.temp_c (declared number, observed string)',
+    message: 'tool weather v1.9: type-changed at $.temp_c (declared "number", observed string)',
     figures: { breaking: 1, judgedCalls: 1, status: 200 },
     labels: { tool: 'weather', version: 'v1.9', path: '$.temp_c', change: 'type-changed' },
   });
@@ -115,8 +115,8 @@ describe(buildRunReportDocument.name, () => {
         path: '$.temp_c',
         change: 'type-changed',
         breaking: true,
-        detail: 'declared number, observed string',
-        text: 'weather v1.9 $.temp_c type-changed: declared number, observed string',
+        detail: 'declared "number", observed string',
+        text: 'weather v1.9 $.temp_c type-changed: declared "number", observed string',
       },
     ]);
     expect(sut.rates).toEqual([

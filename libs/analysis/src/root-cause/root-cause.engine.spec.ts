@@ -87,7 +87,7 @@ function goodputSummary(figures: Record<string, number>, at: number): DetectorSi
   } as DetectorSignal;
 }
 
-const typeChanged = () => driftSignal('$.temp_c', 'type-changed', 'declared number, observed string');
+const typeChanged = () => driftSignal('$.temp_c', 'type-changed', 'declared "number", observed string');
 
 describe(diagnose.name, () => {
   describe('tool schema drift from schema-drift signals', () => {
@@ -100,7 +100,7 @@ describe(diagnose.name, () => {
       expect(sut[0].confidence).toBe(1);
       expect(sut[0].title).toContain('weather v1.9 ($.temp_c type-changed)');
       expect(sut[0].evidence).toContain(
-        'weather v1.9 $.temp_c type-changed: declared number, observed string',
+        'weather v1.9 $.temp_c type-changed: declared "number", observed string',
       );
       expect(sut[0].evidence[0]).toMatch(
         /^weather v1\.9: 30\/30 answers in the last 3\.0 s \(100\.0 %\) break the declared contract \(contract pass rate 0\.0 %\)$/,
@@ -148,7 +148,7 @@ describe(diagnose.name, () => {
     });
 
     it('does not name a breaking drift anew once every recent answer passes again', () => {
-      const early = driftSignal('$.temp_c', 'type-changed', 'declared number, observed string', T0 + 2_500);
+      const early = driftSignal('$.temp_c', 'type-changed', 'declared "number", observed string', T0 + 2_500);
       expect(
         diagnose(
           timelineOf(() => true, [early]),
@@ -204,7 +204,7 @@ describe(diagnose.name, () => {
       const bare = driftSignal(
         '$.temp_c',
         'type-changed',
-        'declared number, observed string',
+        'declared "number", observed string',
         ONSET + 50,
         true,
         'weather',

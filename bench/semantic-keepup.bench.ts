@@ -9,8 +9,11 @@
  *    the monitor's token-stats signals, one per assessed record (counted at `bus.publishMany`,
  *    what it already publishes); lag = published - assessed, sampled every 100 ms.
  *    The monitor's CPU here is timed, not read: its consume pipeline (decode + zod validation +
- *    assessment + signal encoding, all synchronous on the in-memory bus) and its embedding calls
- *    (wall, an upper bound: TF.js yields inside).
+ *    assessment + signal encoding; validation and assessment run in 2 ms slices since the
+ *    monitor yields, so this is the wall time of a message, other tasks' slices included: an
+ *    upper bound) and its embedding calls (wall: the round trip to the embedding worker thread,
+ *    which loads the model and embeds off this event loop). The event-loop delay (ELD) of the
+ *    process is the stall every token timestamp of the co-located generator can suffer.
  * 2. own process: the telemetry published in (1) is recorded and replayed, bytes as published,
  *    into a process that runs only the semantic-monitor: `paced` at the recorded times (the
  *    measured production rate), `flat` all at once (capacity), and `flat` with embeddings off
@@ -57,7 +60,7 @@ class MonitorProbe {
   /** Longest single embedding call after the first (the first loads the model). */
   embedMaxMs = 0;
   embedFirstMs: number | null = null;
-  /** Longest consume of one telemetry message (up to 200 records, decoded and assessed in one go). */
+  /** Longest consume of one telemetry message, wall (up to 200 records; sliced, so not one stall). */
   consumeMaxMs = 0;
   /** Event-loop delay of this process (ms), the stall every other task on the loop sees. */
   readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -539,7 +542,7 @@ function report(c: ColocatedResult, replays: ReplayResult[]): void {
     `   process CPU ${f(c.processCpuS, 1)} s over ${f(c.generatorS, 1)} s (${pct(c.processCpuS / c.generatorS)} of one core); monitor consume (decode+validate+assess+signals) ${f(c.monitorConsumeCpuS, 2)} s = ${pct(c.monitorConsumeCpuS / c.processCpuS)} of the process, decode+validate alone ${f(c.decodeMsOffline / 1000, 2)} s (re-timed offline); embedding wall ${f(c.monitorEmbedWallS, 2)} s (${c.embeddedTexts} texts)`,
   );
   console.log(
-    `   event-loop delay of the shared process: p50 ${f(c.loopDelayMs.p50)} ms, p99 ${f(c.loopDelayMs.p99)} ms, max ${f(c.loopDelayMs.max)} ms; longest embedding call ${f(c.embedMaxMs)} ms (the first, which loads the model: ${c.embedFirstMs === null ? 'none' : `${f(c.embedFirstMs)} ms`}); longest consume of one message ${f(c.consumeMaxMs)} ms`,
+    `   event-loop delay of the shared process: p50 ${f(c.loopDelayMs.p50)} ms, p99 ${f(c.loopDelayMs.p99)} ms, max ${f(c.loopDelayMs.max)} ms; longest embedding call (worker round trip) ${f(c.embedMaxMs)} ms (the first: ${c.embedFirstMs === null ? 'none' : `${f(c.embedFirstMs)} ms`}); longest consume of one message (wall, sliced) ${f(c.consumeMaxMs)} ms`,
   );
   console.log(`   adaptive sample rate, each second: ${c.sampleRates.map((r) => r.toFixed(2)).join(' ')}`);
 
@@ -557,7 +560,7 @@ function report(c: ColocatedResult, replays: ReplayResult[]): void {
       'host CPU %',
       'loop delay p99/max ms',
       'longest embed ms',
-      'longest consume ms',
+      'longest consume (wall) ms',
     ],
   ];
   for (const r of replays) {

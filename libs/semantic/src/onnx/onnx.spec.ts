@@ -12,6 +12,7 @@ import {
   trainNearestCentroidHead,
 } from './intent-classifier';
 import { OnnxSentenceEmbedder } from './onnx-sentence.embedder';
+import { WorkerEmbedder } from '../embedding/worker.embedder';
 
 /** Three well-separated intents in 8 dimensions, with noise. */
 function cluster(centre: number, n: number, noise: number, seed: number): Float32Array[] {
@@ -121,17 +122,15 @@ describe(OnnxSentenceEmbedder.name, () => {
     writeFileSync(join(dir, 'model.onnx'), onnx.ModelProto.encode(model).finish());
     const tokenizer = {
       version: '1.0',
-      added_tokens: vocab
-        .slice(0, 4)
-        .map((content, id) => ({
-          id,
-          content,
-          single_word: false,
-          lstrip: false,
-          rstrip: false,
-          normalized: false,
-          special: true,
-        })),
+      added_tokens: vocab.slice(0, 4).map((content, id) => ({
+        id,
+        content,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: true,
+      })),
       normalizer: {
         type: 'BertNormalizer',
         clean_text: true,
@@ -181,5 +180,21 @@ describe(OnnxSentenceEmbedder.name, () => {
     // Padding in the batch (the short text) must not change its vector.
     const [alone] = await sut.embed(['cat']);
     expect(Array.from(short)).toEqual(Array.from(alone));
+  });
+
+  it('runs in a worker thread (WorkerEmbedder) with the in-thread vectors', async () => {
+    const inThread = await OnnxSentenceEmbedder.fromFolder(dir);
+    const sut = new WorkerEmbedder({ model: { kind: 'onnx', folder: dir } });
+    try {
+      await sut.ready();
+      expect(sut.dimensions).toBe(D);
+      expect(sut.name).toBe(inThread.name);
+      const input = ['The cat sat', 'the markets fell', 'dog'];
+      const [fromWorker, reference] = [await sut.embed(input), await inThread.embed(input)];
+      // onnxruntime-node runs outside jest's vm context there: no typed-array workaround needed.
+      fromWorker.forEach((v, i) => expect(Array.from(v)).toEqual(Array.from(reference[i])));
+    } finally {
+      await sut.close();
+    }
   });
 });

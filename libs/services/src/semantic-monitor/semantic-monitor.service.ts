@@ -1,8 +1,12 @@
 import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
+import { z } from 'zod';
+import { InjectBus, buildDeadLetter, type Bus, type MessageContext, type Subscription } from '@fathom/bus';
 import {
+  RequestRecordSchema,
+  RequestTelemetrySchema,
   Topics,
   envelope,
+  type TopicDef,
   type DetectorSignal,
   type RequestRecord,
   type RequestTelemetry,
@@ -18,12 +22,12 @@ import {
   CachedEmbedder,
   DEFAULT_HALLUCINATION_RISK,
   DEFAULT_REQUEST_E2E_BUDGET_MS,
+  EmbedderUnavailableError,
   GoodputLedger,
-  OnnxSentenceEmbedder,
   ResponseAssessor,
   SampledEmbeddingDrift,
-  UseLiteEmbedder,
-  type Embedder,
+  WorkerEmbedder,
+  embeddingModelFromChoice,
   type RequestLatencySlo,
   type ResponseAssessment,
 } from '@fathom/semantic';
@@ -33,6 +37,7 @@ import { tokenStats } from './token-stats.util';
 import { ToolContractWatch } from './tool-contract.watch';
 import { BaselineDriftService, type BaselineDriftWatch } from './baseline-drift.watch';
 import { minSampleRateFromEnv } from './embedding-sample.config';
+import { TimeSliceClock } from './time-slice.util';
 
 /** Detector names this service publishes (the `detector` field of `detector` signals). */
 export const SemanticDetectors = {
@@ -41,6 +46,29 @@ export const SemanticDetectors = {
   semanticGoodput: 'semantic-goodput',
   monitorFault: 'semantic-monitor-fault',
 } as const;
+
+/**
+ * Most synchronous work per macrotask (validation, assessment, signal encoding), ms. In the
+ * embedded runtime the load-generator stamps token arrivals on this same loop; a 2 ms slice
+ * bounds the delay the monitor adds to any of them. Our choice, about one SSE token gap at
+ * 500 tokens/s.
+ */
+export const MONITOR_SLICE_BUDGET_MS = 2;
+
+/**
+ * The telemetry topic as this consumer subscribes to it: the envelope is validated on arrival,
+ * the records (up to 200, each with its logprobs) one by one in time slices here. Validating a
+ * whole message on arrival was one block of the event loop of up to ~100 ms under load
+ * (bench/semantic-keepup). A record that fails validation dead-letters the whole message, as
+ * the bus would have.
+ */
+const TelemetryEnvelopeSchema = RequestTelemetrySchema.extend({ records: z.array(z.unknown()).min(1) });
+type TelemetryEnvelope = z.infer<typeof TelemetryEnvelopeSchema>;
+const telemetryEnvelopeTopic: TopicDef<typeof TelemetryEnvelopeSchema> = {
+  ...Topics.requestTelemetry,
+  schema: TelemetryEnvelopeSchema,
+  keyOf: (e) => `${e.runId}/${e.id}`,
+};
 
 interface RunState {
   campaignId: string;
@@ -63,8 +91,15 @@ interface RunState {
  * hallucination risk from the logprobs (entropy for every token), prompt explosion (when the
  * record carries the prompt), text validity and the latency SLO, then per run the semantic
  * goodput once every shard's records are in. Embeddings run on a sample whose rate follows the
- * CPU left (AIMD), off the hot path: at most one embedding batch is in flight and a sample that
- * finds it busy is skipped, never queued.
+ * host's CPU left (AIMD), off the hot path: at most one embedding batch is in flight and a
+ * sample that finds it busy is skipped, never queued.
+ *
+ * The event loop is shared (in the embedded runtime, with the load-generator's token timing),
+ * so nothing here holds it for long: records are validated and assessed in slices of at most
+ * `MONITOR_SLICE_BUDGET_MS`, and the embedding model runs in a worker thread (`WorkerEmbedder`),
+ * started with the first run this service sees, so the service itself starts at once and an
+ * idle one loads no model. A worker that dies is reported (monitor-fault) and restarted with
+ * backoff; samples meanwhile go without embeddings.
  */
 @Injectable()
 export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdown {
@@ -76,7 +111,12 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   private readonly sampler = new AdaptiveSampleRate({ min: minSampleRateFromEnv() });
   private readonly host = new HostResourceReader();
   private cpuTimer: NodeJS.Timeout | null = null;
-  private embedder: Promise<Embedder | null> | null = null;
+  private readonly clock = new TimeSliceClock(MONITOR_SLICE_BUDGET_MS);
+  /** The worker running the model; null until the first run, or with FATHOM_SEMANTIC_EMBEDDER=off. */
+  private worker: WorkerEmbedder | null = null;
+  /** The LRU cache in front of the worker, made once the worker's model is loaded. */
+  private embedder: CachedEmbedder | null = null;
+  private embedderFaults = 0;
   private embedding = false;
   /** The embedding batch in flight (resolved when none): end-of-run verdicts wait for it. */
   private embeddingSettled: Promise<unknown> = Promise.resolve();
@@ -110,9 +150,9 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
           (r) => this.onReport(r),
         ),
         this.bus.subscribe(
-          Topics.requestTelemetry,
+          telemetryEnvelopeTopic,
           { group: consumerGroup('semantic-monitor', Topics.requestTelemetry) },
-          (batch) => this.onBatch(batch),
+          (batch, context) => this.onBatch(batch, context),
         ),
       ])),
     );
@@ -124,6 +164,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (this.cpuTimer) clearInterval(this.cpuTimer);
     for (const run of this.runs.values()) if (run.settleTimer) clearTimeout(run.settleTimer);
     await Promise.all(this.subscriptions.map((s) => s.close()));
+    await this.worker?.close();
   }
 
   private run(campaignId: string, runId: string): RunState {
@@ -144,6 +185,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         settleTimer: null,
       };
       this.runs.set(runId, run);
+      this.startEmbedder();
     }
     return run;
   }
@@ -177,11 +219,28 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     this.toolContracts.forget(report.runId);
   }
 
-  private async onBatch(batch: RequestTelemetry): Promise<void> {
+  private async onBatch(envelopeOnly: TelemetryEnvelope, context: MessageContext): Promise<void> {
+    const records: RequestRecord[] = [];
+    for (let i = 0; i < envelopeOnly.records.length; i++) {
+      if (this.clock.due()) await this.clock.yield();
+      const checked = RequestRecordSchema.safeParse(envelopeOnly.records[i]);
+      if (!checked.success) {
+        await this.deadLetter(envelopeOnly, context, `records[${i}]: ${z.prettifyError(checked.error)}`);
+        return;
+      }
+      records.push(checked.data);
+    }
+    const batch: RequestTelemetry = { ...envelopeOnly, records };
     const run = this.run(batch.campaignId, batch.runId);
-    const signals: SemanticSignal[] = [];
+    let signals: SemanticSignal[] = [];
     let toEmbed: RequestRecord[] = [];
-    for (const record of batch.records) {
+    for (const record of records) {
+      if (this.clock.due()) {
+        // The slice's signals go out before the yield, in record order.
+        if (signals.length > 0) await this.bus.publishMany(Topics.semanticSignal, signals);
+        signals = [];
+        await this.clock.yield();
+      }
       const id = `${batch.id}/${record.requestId}`;
       try {
         const assessment = run.assessor.assess(record, run.slo);
@@ -219,10 +278,34 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         );
       }
     }
-    await this.bus.publishMany(Topics.semanticSignal, signals);
+    if (signals.length > 0) await this.bus.publishMany(Topics.semanticSignal, signals);
     if (run.baseline) toEmbed = run.baseline.prefer(toEmbed, batch.records);
     if (toEmbed.length > 0) this.embedSample(run, toEmbed);
     await this.maybePublishGoodput(batch.runId, run, false);
+  }
+
+  /** A message with a record that fails the record schema: dead-lettered whole, as the bus does with an invalid message. */
+  private async deadLetter(event: TelemetryEnvelope, context: MessageContext, error: string): Promise<void> {
+    this.logger.warn(`dead-lettering telemetry ${event.id} of run ${event.runId}: ${error}`);
+    await this.bus.publish(
+      Topics.deadLetter,
+      buildDeadLetter({
+        message: {
+          topic: context.topic,
+          key: context.key,
+          partition: context.partition,
+          offset: context.offset,
+          headers: context.headers,
+          // The parsed message re-encoded: the same JSON value as the bytes that arrived.
+          value: Buffer.from(JSON.stringify(event), 'utf8'),
+        },
+        group: consumerGroup('semantic-monitor', Topics.requestTelemetry),
+        reason: 'schema-mismatch',
+        error,
+        attempts: 0,
+        parsed: event,
+      }),
+    );
   }
 
   private tokenStatsSignal(
@@ -362,6 +445,10 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (g.semanticGoodputPerSecond !== null) figures.semanticGoodputPerSecond = g.semanticGoodputPerSecond;
     if (drift.meanCosineToBaseline !== null) figures.meanCosineToBaseline = drift.meanCosineToBaseline;
     if (this.embeddedTexts > 0) figures.embeddingMsPerText = this.embeddingMs / this.embeddedTexts;
+    if (this.worker) {
+      figures.embedderWorkerStarts = this.worker.starts;
+      figures.embedderFaults = this.embedderFaults;
+    }
     Object.assign(figures, this.toolContracts.figures(runId));
     for (const [check, failures] of Object.entries(g.checkFailures)) figures[`failed.${check}`] = failures;
     const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)} %`);
@@ -380,45 +467,80 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   }
 
   private embedSample(run: RunState, records: RequestRecord[]): void {
-    if (this.embedding) return; // one batch in flight; the sample is thinned, never queued
+    // One batch in flight; the sample is thinned, never queued. No embedder yet (the model is
+    // loading) or none now (the worker died and restarts): the sample goes without embeddings.
+    const embedder = this.embedder;
+    if (this.embedding || !embedder || !this.worker?.available) return;
     this.embedding = true;
     const started = performance.now();
-    this.embeddingSettled = this.loadEmbedder()
-      .then(async (embedder) => {
-        if (!embedder) return;
-        // USE-lite (TF.js WASM) runs on this thread and a whole embed call never yields (~25 ms a
-        // text here): one text per macrotask, so the loop (and a co-located load-generator's
-        // timing) stalls for one text, not the whole sample (seconds; bench/semantic-keepup).
-        const vectors: Float32Array[] = [];
-        for (const r of records) {
-          vectors.push(...(await embedder.embed([r.content.slice(0, 2000)])));
-          await new Promise((resolve) => setImmediate(resolve));
-        }
+    this.embeddingSettled = embedder
+      .embed(records.map((r) => r.content.slice(0, 2000)))
+      .then(async (vectors) => {
         for (const v of vectors) run.drift.add(v);
         this.embeddingMs += performance.now() - started;
         this.embeddedTexts += records.length;
         await run.baseline?.observe(records, vectors, embedder);
       })
-      .catch((error: Error) => this.logger.warn(`embedding sample failed: ${error.message}`))
+      .catch((error: Error) => {
+        // A worker that died mid-sample was reported by onEmbedderFault already.
+        if (!(error instanceof EmbedderUnavailableError))
+          this.logger.warn(`embedding sample failed: ${error.message}`);
+      })
       .finally(() => (this.embedding = false));
   }
 
-  /** FATHOM_SEMANTIC_EMBEDDER: `use-lite` (default, offline), `onnx:<folder>`, or `off`. */
-  private loadEmbedder(): Promise<Embedder | null> {
-    this.embedder ??= (async () => {
-      const choice = process.env.FATHOM_SEMANTIC_EMBEDDER ?? 'use-lite';
-      if (choice === 'off') return null;
-      try {
-        const inner = choice.startsWith('onnx:')
-          ? await OnnxSentenceEmbedder.fromFolder(choice.slice(5))
-          : new UseLiteEmbedder();
-        return new CachedEmbedder(inner);
-      } catch (error) {
-        this.logger.warn(`embedder ${choice} unavailable, embeddings off: ${errorText(error)}`);
-        return null;
-      }
-    })();
-    return this.embedder;
+  /**
+   * FATHOM_SEMANTIC_EMBEDDER: `use-lite` (default, offline), `onnx:<folder>`, or `off`. The model
+   * loads in a worker thread when the first run arrives: `fathom up` starts without waiting for
+   * it and a service that never sees a run loads nothing; by the first sample (a telemetry flush
+   * later) the load is underway off this thread, costing CPU but never a stall here.
+   */
+  private startEmbedder(): void {
+    if (this.worker) return;
+    const choice = process.env.FATHOM_SEMANTIC_EMBEDDER ?? 'use-lite';
+    if (choice === 'off') return;
+    let model;
+    try {
+      model = embeddingModelFromChoice(choice);
+    } catch (error) {
+      this.logger.warn(`embeddings off: ${errorText(error)}`);
+      return;
+    }
+    const worker = new WorkerEmbedder({
+      model,
+      onReady: ({ name, loadMs }) => {
+        this.embedder ??= new CachedEmbedder(worker);
+        this.logger.log(`embedder ${name} ready in its worker (${loadMs.toFixed(0)} ms)`);
+      },
+      onFault: (fault) => void this.onEmbedderFault(fault.message, fault.restartInMs),
+    });
+    this.worker = worker;
+  }
+
+  /** Says on every open run that embeddings stopped (monitor-fault), and why. */
+  private async onEmbedderFault(message: string, restartInMs: number | null): Promise<void> {
+    const n = ++this.embedderFaults;
+    const text =
+      restartInMs === null
+        ? `embedder unavailable, embeddings off: ${message}`
+        : `embedding worker died (${message}); embeddings paused, restart in ${restartInMs} ms`;
+    this.logger.warn(text);
+    const open = [...this.runs.entries()].filter(([, run]) => !run.goodputPublished);
+    const signals = open.map(([runId, run]) =>
+      this.detector(
+        { campaignId: run.campaignId, runId },
+        `${runId}/embedder-fault/${n}`,
+        null,
+        SemanticDetectors.monitorFault,
+        'warning',
+        text,
+        { embedderFaults: n, ...(restartInMs === null ? {} : { restartInMs }) },
+      ),
+    );
+    if (signals.length > 0)
+      await this.bus
+        .publishMany(Topics.semanticSignal, signals)
+        .catch((e: Error) => this.logger.warn(`could not publish the embedder fault: ${e.message}`));
   }
 }
 

@@ -264,7 +264,7 @@ describe(Http1Client.name, () => {
     ['a malformed header', 'HTTP/1.1 200 OK\r\nbroken header\r\n\r\n'],
     ['a malformed chunk size', 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nxyz\r\n'],
   ])(
-    'classifies %s as a protocol error (other), drops the socket and keeps serving',
+    'classifies %s as a protocol error, drops the socket and keeps serving',
     async (_name, reply) => {
       const target = track(
         await rawServer((socket, _index, connection) =>
@@ -274,7 +274,7 @@ describe(Http1Client.name, () => {
       const sut = make(target.port, 1);
       const bad = await send(sut);
       expect(bad.error?.code).toBe('HTTP1_PROTOCOL');
-      expect(classifyError(bad.error, cancelOf(), bad.headersReceived)).toBe('other');
+      expect(classifyError(bad.error, cancelOf(), bad.headersReceived)).toBe('protocol');
       expect((await send(sut)).body).toBe('ok');
       expect(target.connections()).toBe(2);
     },
@@ -287,7 +287,7 @@ describe(Http1Client.name, () => {
     const sut = make(target.port, 1);
     const result = await send(sut);
     expect(result.error?.code).toBe('HTTP1_HEADERS_TOO_LARGE');
-    expect(classifyError(result.error, cancelOf(), result.headersReceived)).toBe('other');
+    expect(classifyError(result.error, cancelOf(), result.headersReceived)).toBe('protocol');
   });
 
   it('on timeout destroys the socket, frees the slot for the next request and classifies it as timeout', async () => {

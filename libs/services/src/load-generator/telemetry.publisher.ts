@@ -10,18 +10,42 @@ import {
 import type { TelemetrySink, WindowSnapshot } from '@fathom/load';
 import type { LoadMetrics } from './load.metrics';
 
-const MAX_BATCH = 200;
+const MAX_BATCH_RECORDS = 200;
+/**
+ * Estimated JSON bytes per message. Encoding (schema check + JSON + UTF-8) runs on the engine's
+ * event loop at about 11 ms per MB here, so a message is kept near 0.7 ms: 200 records with
+ * top-5 logprobs on 64 tokens are 2.7 MB (35 ms measured), a stall every inter-token timing in
+ * flight would carry. Without logprobs this is ~40 records a message.
+ */
+const MAX_BATCH_BYTES = 64 * 1024;
 const FLUSH_EVERY_MS = 250;
+
+/** A record's JSON size, estimated from what dominates it (cheap: no serialisation). */
+function estimatedBytes(record: RequestRecord): number {
+  let bytes = 600 + record.content.length + (record.prompt?.length ?? 0) + 12 * record.chunkOffsetsMs.length;
+  const logprobs = record.logprobs;
+  if (logprobs !== undefined)
+    for (let i = 0; i < logprobs.length; i++) bytes += 48 + 40 * logprobs[i].top.length;
+  if (record.toolCalls !== undefined) bytes += 400 * record.toolCalls.length;
+  return bytes;
+}
 
 /**
  * The engine's sink for one shard: records are queued and published in batches off the hot
  * path (k6's rule: outputs never block the engine); windows are published as they come.
+ * A batch closes at MAX_BATCH_RECORDS records or MAX_BATCH_BYTES estimated bytes and is encoded
+ * in a later macrotask, one batch per macrotask, so the engine's socket reads (and their time
+ * stamps) come between two encodings, never behind a run of them.
  * `drain()` flushes everything and reports how much went out, so the lifecycle event can carry
  * exact counts for the analyzer to wait for.
  */
 export class TelemetryPublisher implements TelemetrySink {
   private readonly logger = new Logger(TelemetryPublisher.name);
   private queue: RequestRecord[] = [];
+  private queueBytes = 0;
+  /** Closed batches waiting for their macrotask, oldest first. */
+  private readonly ready: RequestRecord[][] = [];
+  private sending = false;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timer: NodeJS.Timeout;
   recordsPublished = 0;
@@ -41,7 +65,8 @@ export class TelemetryPublisher implements TelemetrySink {
 
   record(record: RequestRecord): void {
     this.queue.push(record);
-    if (this.queue.length >= MAX_BATCH) this.flush();
+    this.queueBytes += estimatedBytes(record);
+    if (this.queue.length >= MAX_BATCH_RECORDS || this.queueBytes >= MAX_BATCH_BYTES) this.flush();
   }
 
   window(snapshot: WindowSnapshot): void {
@@ -54,10 +79,26 @@ export class TelemetryPublisher implements TelemetrySink {
     this.track(this.bus.publish(Topics.telemetryWindow, event).then(() => void this.windowsPublished++));
   }
 
+  /** Closes the open batch; it is published in a later macrotask. */
   private flush(): void {
     if (!this.queue.length) return;
-    const records = this.queue;
+    this.ready.push(this.queue);
     this.queue = [];
+    this.queueBytes = 0;
+    if (!this.sending) {
+      this.sending = true;
+      setImmediate(this.sendNext);
+    }
+  }
+
+  private readonly sendNext = (): void => {
+    const records = this.ready.shift();
+    if (records !== undefined) this.publishBatch(records);
+    if (this.ready.length > 0) setImmediate(this.sendNext);
+    else this.sending = false;
+  };
+
+  private publishBatch(records: RequestRecord[]): void {
     const event: RequestTelemetry = {
       ...envelope(this.campaignId, this.runId),
       generatorId: this.generatorId,
@@ -82,6 +123,9 @@ export class TelemetryPublisher implements TelemetrySink {
   async drain(): Promise<void> {
     clearInterval(this.timer);
     this.flush();
-    while (this.inFlight.size) await Promise.all([...this.inFlight]);
+    while (this.sending || this.inFlight.size) {
+      if (this.inFlight.size) await Promise.all([...this.inFlight]);
+      else await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 }

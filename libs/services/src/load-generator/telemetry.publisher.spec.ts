@@ -1,0 +1,81 @@
+import { Registry } from 'prom-client';
+import type { Bus } from '@fathom/bus';
+import { Topics, type RequestRecord, type RequestTelemetry } from '@fathom/contracts';
+import { LoadMetrics } from './load.metrics';
+import { TelemetryPublisher } from './telemetry.publisher';
+
+function record(i: number, logprobTokens = 0): RequestRecord {
+  const r: RequestRecord = {
+    requestId: `run-0-${i}`,
+    shard: 0,
+    scheduledAt: 1_700_000_000_000 + i,
+    startedAt: 1_700_000_000_000 + i,
+    ttftMs: 12,
+    e2eMs: 800,
+    tpotMs: 12,
+    correctedE2eMs: 801,
+    chunkOffsetsMs: Array.from({ length: 64 }, (_, k) => 12 + k * 12.3),
+    status: 200,
+    errorClass: null,
+    inputTokensClient: 30,
+    outputTokensClient: 64,
+    usage: { promptTokens: 30, completionTokens: 64, cachedTokens: null },
+    content: 'lorem ipsum dolor sit amet '.repeat(12),
+    prompt: 'Explain prefix caching in two sentences.',
+    finishReason: 'length',
+  };
+  if (logprobTokens > 0)
+    r.logprobs = Array.from({ length: logprobTokens }, (_, k) => ({
+      token: ` w${k}`,
+      logprob: -0.1 * k,
+      top: Array.from({ length: 5 }, (_, j) => ({ token: ` t${j}`, logprob: -j })),
+    }));
+  return r;
+}
+
+/** A bus that keeps what is published (and checks it against the topic, as the real ones do). */
+function capturingBus(): { bus: Bus; events: RequestTelemetry[] } {
+  const events: RequestTelemetry[] = [];
+  const bus = {
+    publish: (topic: { name: string }, event: RequestTelemetry) => {
+      expect(topic.name).toBe(Topics.requestTelemetry.name);
+      expect(Topics.requestTelemetry.schema.safeParse(event).success).toBe(true);
+      events.push(event);
+      return Promise.resolve();
+    },
+  } as unknown as Bus;
+  return { bus, events };
+}
+
+describe(TelemetryPublisher.name, () => {
+  const metrics = () => new LoadMetrics(new Registry());
+
+  it('never encodes on the engine callback: a full batch is published in a later macrotask', async () => {
+    const { bus, events } = capturingBus();
+    const sut = new TelemetryPublisher(bus, 'c', 'r', 'g', metrics());
+    for (let i = 0; i < 200; i++) sut.record(record(i));
+    expect(events).toHaveLength(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events.length).toBeGreaterThan(0);
+    await sut.drain();
+  });
+
+  it('keeps messages near the byte budget: records with logprobs go out a few at a time', async () => {
+    const { bus, events } = capturingBus();
+    const sut = new TelemetryPublisher(bus, 'c', 'r', 'g', metrics());
+    for (let i = 0; i < 200; i++) sut.record(record(i, 64));
+    await sut.drain();
+    for (const event of events) expect(Buffer.byteLength(JSON.stringify(event))).toBeLessThan(128 * 1024);
+    expect(events.length).toBeGreaterThan(10);
+  });
+
+  it('publishes every record exactly once, in order, and counts them', async () => {
+    const { bus, events } = capturingBus();
+    const sut = new TelemetryPublisher(bus, 'c', 'r', 'g', metrics());
+    for (let i = 0; i < 1000; i++) sut.record(record(i, i % 3 === 0 ? 32 : 0));
+    await sut.drain();
+    const ids = events.flatMap((e) => e.records.map((r) => r.requestId));
+    expect(ids).toEqual(Array.from({ length: 1000 }, (_, i) => `run-0-${i}`));
+    expect(sut.recordsPublished).toBe(1000);
+  });
+});

@@ -1,5 +1,6 @@
 // Fathom's TTFT / inter-token timing error against the simulated target's per-token write times
-// (see libs/load/src/__fixtures__/timing-accuracy.ts for the definitions). Figures only.
+// (see libs/load/src/__fixtures__/timing-accuracy.ts for the definitions), beside a bare reader
+// that only stamps socket reads (the machine's floor), alternating. Figures only.
 //   node -r ./bench/ts-register.js bench/load-engine/timing-accuracy.ts [CONCURRENCY=200] [SECONDS=1.5] [ROUNDS=3]
 import { cpus, loadavg } from 'node:os';
 import { measureTimingAccuracy } from '../../libs/load/src/__fixtures__/timing-accuracy';
@@ -13,18 +14,28 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' ')}`,
   );
+  const q = (x: { p50: number; p90: number; p99: number; max: number }) =>
+    `p50 ${x.p50.toFixed(3)} p90 ${x.p90.toFixed(3)} p99 ${x.p99.toFixed(3)} max ${x.max.toFixed(2)}`;
+  // Each round: the bare reader (the machine's floor: it only stamps socket reads) and Fathom,
+  // alternating, against a fresh simulator each.
   for (let round = 1; round <= rounds; round++) {
-    const f = await measureTimingAccuracy({ concurrency, durationMs, maxTokens: 24, warmupMs: 300 });
-    const q = (x: { p50: number; p90: number; p99: number; max: number }) =>
-      `p50 ${x.p50.toFixed(3)} p90 ${x.p90.toFixed(3)} p99 ${x.p99.toFixed(3)} max ${x.max.toFixed(2)}`;
-    console.log(
-      `round ${round}: ${f.streams} streams, ${f.gaps} gaps, errors ${f.counts.errors}, mismatched ${f.mismatched}\n` +
-        `  TTFT error ms  ${q(f.ttftErrorMs)}\n  ITL error ms   ${q(f.itlErrorMs)}\n` +
-        `  send->target arrival ms ${q(f.sendToTargetArrivalMs)}\n` +
-        `  client loop delay ms p99 ${f.clientLoopDelayMs.p99.toFixed(2)} max ${f.clientLoopDelayMs.max.toFixed(2)}\n` +
-        `  client CPU ${f.clientCpuMs.toFixed(0)} ms in ${(durationMs / 1000).toFixed(1)} s = ${((f.clientCpuMs * 1000) / (f.gaps + f.streams)).toFixed(1)} us per token event; ` +
-        `waited ${f.clientRunQueueWaitMs.toFixed(0)} ms runnable but off-CPU`,
-    );
+    for (const client of ['bare', 'fathom'] as const) {
+      const f = await measureTimingAccuracy({
+        concurrency,
+        durationMs,
+        maxTokens: 24,
+        warmupMs: 300,
+        client,
+      });
+      console.log(
+        `round ${round} ${client}: ${f.streams} streams, ${f.gaps} gaps, errors ${f.counts.errors}, mismatched ${f.mismatched}\n` +
+          `  TTFT error ms  ${q(f.ttftErrorMs)}\n  ITL error ms   ${q(f.itlErrorMs)}\n` +
+          `  send->target arrival ms ${q(f.sendToTargetArrivalMs)}\n` +
+          `  client loop delay ms p99 ${f.clientLoopDelayMs.p99.toFixed(2)} max ${f.clientLoopDelayMs.max.toFixed(2)}\n` +
+          `  client CPU ${f.clientCpuMs.toFixed(0)} ms in ${(durationMs / 1000).toFixed(1)} s = ${((f.clientCpuMs * 1000) / (f.gaps + f.streams)).toFixed(1)} us per token event; ` +
+          `waited ${f.clientRunQueueWaitMs.toFixed(0)} ms runnable but off-CPU`,
+      );
+    }
   }
 }
 

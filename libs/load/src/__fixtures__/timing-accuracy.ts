@@ -5,7 +5,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { request } from 'undici';
 import { CampaignSpecSchema } from '@fathom/contracts';
 import type { DriverOutcome } from '../driver/request-outcome';
-import { runShard, type ShardResult } from '../engine/run-shard';
+import { runShard } from '../engine/run-shard';
+import { runBareStreams } from './bare-stream.reader';
 import { startSimProcess } from './sim-process';
 
 /**
@@ -22,7 +23,7 @@ import { startSimProcess } from './sim-process';
 export interface TimingAccuracy {
   streams: number;
   gaps: number;
-  counts: ShardResult;
+  counts: { sent: number; errors: number };
   /** Streams whose chunk count differs from the target's token count (should be 0). */
   mismatched: number;
   /** Ground truth whose `x-fathom-request` is not ours (should be 0). */
@@ -58,6 +59,18 @@ export interface TimingAccuracyOptions {
   maxTokens: number;
   /** A first run whose results are dropped (JIT, connection set-up). */
   warmupMs?: number;
+  /**
+   * `fathom` (default): runShard with its full accounting. `bare`: the machine's floor, a reader
+   * that only stamps socket reads (bare-stream.reader.ts), measured the same way.
+   */
+  client?: 'fathom' | 'bare';
+}
+
+/** One stream, whoever read it: what the comparison with the ground truth needs. */
+interface ReadStream {
+  serverRequestId: string | undefined;
+  sentMonotonicMs: number;
+  chunkOffsetsMs: number[];
 }
 
 export async function measureTimingAccuracy(options: TimingAccuracyOptions): Promise<TimingAccuracy> {
@@ -95,7 +108,7 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
       },
       load: { concurrency: options.concurrency, durationMs: options.durationMs, requestTimeoutMs: 20000 },
     });
-    const received = new Map<string, { outcome: DriverOutcome; sentMonotonicMs: number }>();
+    const received = new Map<string, ReadStream>();
     const run = (durationMs: number, tap?: (id: string, o: DriverOutcome, sentMono: number) => void) =>
       runShard({
         spec: { ...spec, load: { ...spec.load, durationMs } },
@@ -107,14 +120,43 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
         signal: new AbortController().signal,
         ...(tap ? { tap } : {}),
       });
-    if (options.warmupMs) await run(options.warmupMs);
+    const bare = (durationMs: number) =>
+      runBareStreams({
+        url: `${sim.url}/v1`,
+        concurrency: options.concurrency,
+        durationMs,
+        body: JSON.stringify({
+          model: 'fathom-sim-8b',
+          messages: [{ role: 'user', content: 'Explain prefix caching.' }],
+          max_tokens: options.maxTokens,
+          stream: true,
+        }),
+      });
+    const client = options.client ?? 'fathom';
+    if (options.warmupMs) await (client === 'bare' ? bare(options.warmupMs) : run(options.warmupMs));
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
     const cpuBefore = process.cpuUsage();
     const schedBefore = runQueueWaitMs();
-    const counts = await run(options.durationMs, (id, outcome, sentMono) =>
-      received.set(id, { outcome, sentMonotonicMs: sentMono + perfToMonotonic }),
-    );
+    let counts: { sent: number; errors: number };
+    if (client === 'bare') {
+      const streams = await bare(options.durationMs);
+      for (const [id, stream] of streams)
+        received.set(id, {
+          serverRequestId: stream.serverRequestId,
+          sentMonotonicMs: stream.sentMono + perfToMonotonic,
+          chunkOffsetsMs: stream.chunkOffsetsMs,
+        });
+      counts = { sent: streams.size, errors: 0 };
+    } else {
+      counts = await run(options.durationMs, (id, outcome, sentMono) =>
+        received.set(id, {
+          serverRequestId: outcome.serverRequestId,
+          sentMonotonicMs: sentMono + perfToMonotonic,
+          chunkOffsetsMs: outcome.chunkOffsetsMs,
+        }),
+      );
+    }
     loop.disable();
     const cpu = process.cpuUsage(cpuBefore);
     const runQueueMs = runQueueWaitMs() - schedBefore;
@@ -127,14 +169,15 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
     const entries = [...received.entries()];
     for (let i = 0; i < entries.length; i += 25) {
       await Promise.all(
-        entries.slice(i, i + 25).map(async ([requestId, { outcome, sentMonotonicMs }]) => {
-          const response = await request(`${sim.url}/sim/requests/${outcome.serverRequestId}`);
+        entries.slice(i, i + 25).map(async ([requestId, stream]) => {
+          const { sentMonotonicMs } = stream;
+          const response = await request(`${sim.url}/sim/requests/${stream.serverRequestId}`);
           const truth = (await response.body.json()) as GroundTruth;
           if (truth.fathomRequestId !== requestId) {
             misjoined++;
             return;
           }
-          const ours = outcome.chunkOffsetsMs;
+          const ours = stream.chunkOffsetsMs;
           if (ours.length !== truth.tokenEmitEpochMs.length || ours.length === 0) {
             mismatched++;
             return;

@@ -29,13 +29,13 @@ describe('runShard against the simulated target', () => {
   timingIt(
     'measures TTFT and inter-token gaps within 1 ms of the target emit times at P99 with 200 concurrent streams',
     async () => {
-      const figures = await measureTimingAccuracy({
-        concurrency: 200,
-        durationMs: 1500,
-        maxTokens: 24,
-        warmupMs: 300,
-      });
-      console.info('timing accuracy vs sim ground truth', figures);
+      const options = { concurrency: 200, durationMs: 1500, maxTokens: 24, warmupMs: 300 };
+      // The machine's floor first: a reader that only stamps socket reads, measured the same way
+      // (on a busy or virtualised machine its P99 alone can exceed 1 ms: then so will ours).
+      const floor = await measureTimingAccuracy({ ...options, client: 'bare' });
+      const figures = await measureTimingAccuracy(options);
+      console.info('timing accuracy vs sim ground truth', { fathom: figures, machineFloor: floor });
+      expect(floor.mismatched).toBe(0);
       expect(figures.counts.errors).toBe(0);
       expect(figures.streams).toBeGreaterThanOrEqual(200);
       expect(figures.misjoined).toBe(0);

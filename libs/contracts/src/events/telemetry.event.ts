@@ -25,6 +25,18 @@ export const TokenLogprobSchema = z.object({
 export type TokenLogprob = z.infer<typeof TokenLogprobSchema>;
 
 /**
+ * Retrieved documents carried by a RAG record (retrieve and rerank layers), for the
+ * semantic-monitor's query/document mismatch (spec, anomaly class 2): the texts of the top
+ * documents in rank order, bounded so a record stays small.
+ */
+export const RETRIEVED_DOCUMENT_LIMITS = {
+  /** Top documents kept per record. */
+  maxDocuments: 3,
+  /** Characters kept per document. */
+  maxChars: 512,
+} as const;
+
+/**
  * One request as the load-generator saw it. All times are milliseconds from a monotonic clock;
  * `scheduledAt`/`startedAt` are epoch ms for joining with other sources.
  */
@@ -75,6 +87,15 @@ export const RequestRecordSchema = z.object({
    * body). Optional: set by the tool-chain and HTTP DAG drivers; older generators lack it.
    */
   toolCalls: z.array(ToolCallObservationSchema).max(MAX_TOOL_CALLS_PER_RECORD).optional(),
+  /**
+   * RAG retrieve/rerank: the texts of the top retrieved documents, best first (the query is
+   * `prompt`), each capped at `RETRIEVED_DOCUMENT_LIMITS.maxChars`. Optional: set by the RAG
+   * drivers when the target returns texts; older generators lack it.
+   */
+  retrievedDocuments: z
+    .array(z.string().max(RETRIEVED_DOCUMENT_LIMITS.maxChars))
+    .max(RETRIEVED_DOCUMENT_LIMITS.maxDocuments)
+    .optional(),
 });
 export type RequestRecord = z.infer<typeof RequestRecordSchema>;
 

@@ -1,4 +1,4 @@
-import { CampaignSpecSchema } from '@fathom/contracts';
+import { CampaignSpecSchema, type RequestRecord } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { QdrantClient } from '@qdrant/js-client-rest';
 import { runShard, type ShardResult } from '../engine/run-shard';
@@ -9,7 +9,12 @@ const texts = {
   prompts: ['invoice totals for march', 'refund policy', 'shipping to norway', 'gpu memory limits'],
 };
 
-function run(sim: SimTarget, scenario: unknown, windows: WindowSnapshot[] = []): Promise<ShardResult> {
+function run(
+  sim: SimTarget,
+  scenario: unknown,
+  windows: WindowSnapshot[] = [],
+  records: RequestRecord[] = [],
+): Promise<ShardResult> {
   return runShard({
     spec: CampaignSpecSchema.parse({
       name: 'qdrant',
@@ -21,7 +26,7 @@ function run(sim: SimTarget, scenario: unknown, windows: WindowSnapshot[] = []):
     runId: 'r',
     campaignId: 'c',
     generatorId: 'g',
-    sink: { record: () => undefined, window: (w) => void windows.push(w) },
+    sink: { record: (r) => void records.push(r), window: (w) => void windows.push(w) },
     signal: new AbortController().signal,
   });
 }
@@ -67,6 +72,46 @@ describe('RAG index and retrieve layers through @qdrant/js-client-rest (campaign
     });
     expect(search.errors).toBe(0);
     expect(search.assertions['retrieve.shape'].passed).toBe(search.sent);
+  });
+
+  it("carries the top points' payload texts as retrievedDocuments with withPayload, none without", async () => {
+    await run(sim, {
+      type: 'rag',
+      layer: 'index',
+      dataset: texts,
+      batchSize: 4,
+      qdrant: { collection: 'docs', create: { size: 32 } },
+    });
+    const withTexts: RequestRecord[] = [];
+    const sut = await run(
+      sim,
+      {
+        type: 'rag',
+        layer: 'retrieve',
+        dataset: texts,
+        k: 10,
+        qdrant: { collection: 'docs', withPayload: true },
+      },
+      [],
+      withTexts,
+    );
+    expect(sut.errors).toBe(0);
+    expect(withTexts.length).toBe(sut.sent);
+    for (const record of withTexts) {
+      expect(record.retrievedDocuments).toHaveLength(3);
+      for (const doc of record.retrievedDocuments ?? []) expect(texts.prompts).toContain(doc);
+      // The same client-side hash embeds query and document: the query's own text ranks first.
+      expect(record.retrievedDocuments?.[0]).toBe(record.prompt);
+    }
+    const without: RequestRecord[] = [];
+    await run(
+      sim,
+      { type: 'rag', layer: 'retrieve', dataset: texts, k: 10, qdrant: { collection: 'docs' } },
+      [],
+      without,
+    );
+    expect(without.length).toBeGreaterThan(0);
+    expect(without.every((r) => r.retrievedDocuments === undefined)).toBe(true);
   });
 
   it('classifies injected 5xx from the Qdrant routes as http-5xx', async () => {

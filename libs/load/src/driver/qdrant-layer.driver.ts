@@ -4,7 +4,12 @@ import type { RagScenario } from '@fathom/contracts';
 import type { PromptSource } from '../dataset/prompt.source';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
-import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
+import {
+  topDocumentTexts,
+  type DriverOutcome,
+  type DriverRequest,
+  type RequestDriver,
+} from './request-outcome';
 import { textVector } from './text-vector.util';
 
 export type QdrantRagScenario = RagScenario & { qdrant: NonNullable<RagScenario['qdrant']> };
@@ -17,7 +22,8 @@ export type QdrantRagScenario = RagScenario & { qdrant: NonNullable<RagScenario[
  * - index: `upsert` of `batchSize` points (UUID ids, vector from the text, payload {text});
  *   `index.shape` passes when Qdrant answers `completed` (wait) or `acknowledged`.
  * - retrieve: `query` (or `search`) with limit k; `retrieve.shape` passes when at most k points
- *   come back, best score first.
+ *   come back, best score first. With `withPayload`, the top points' payload `text` goes on the
+ *   outcome as `retrievedDocuments` (without it Qdrant sends no texts and none are carried).
  * Dyeing headers travel through the client's `withHeaders` context. The engine's timeout and
  * aborts settle the outcome at once; the client's own timeout (the campaign's requestTimeoutMs)
  * ends the abandoned HTTP request.
@@ -95,9 +101,9 @@ export class QdrantLayerDriver implements RequestDriver {
     const cancelled = new Promise<never>((_, reject) => request.cancel.onAbort(reject));
     cancelled.catch(() => undefined);
     try {
-      const { ok, summary } = await Promise.race([call, cancelled]);
+      const { ok, summary, documents } = await Promise.race([call, cancelled]);
       const check = `${this.scenario.layer}.shape`;
-      return {
+      const outcome: DriverOutcome = {
         ...base,
         status: 200,
         e2eMs: performance.now() - request.startMono,
@@ -106,6 +112,8 @@ export class QdrantLayerDriver implements RequestDriver {
         content: summary,
         assertions: { [check]: ok },
       };
+      if (ok && documents !== undefined && documents.length > 0) outcome.retrievedDocuments = documents;
+      return outcome;
     } catch (error) {
       call.catch(() => undefined);
       const e2eMs = performance.now() - request.startMono;
@@ -128,7 +136,9 @@ export class QdrantLayerDriver implements RequestDriver {
     }
   }
 
-  private async call(request: DriverRequest): Promise<{ ok: boolean; summary: string }> {
+  private async call(
+    request: DriverRequest,
+  ): Promise<{ ok: boolean; summary: string; documents?: string[] }> {
     const q = this.scenario.qdrant;
     const s = this.scenario;
     if (s.layer === 'index') {
@@ -157,10 +167,16 @@ export class QdrantLayerDriver implements RequestDriver {
     return {
       ok: points.length <= s.k && sorted,
       summary: `${points.length} points, top ${points[0]?.id ?? 'none'}`,
+      ...(q.withPayload ? { documents: topDocumentTexts(points.map((p) => payloadText(p.payload))) } : {}),
     };
   }
 
   close(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+function payloadText(payload: Record<string, unknown> | null | undefined): string | undefined {
+  const text = payload?.text;
+  return typeof text === 'string' ? text : undefined;
 }

@@ -1,4 +1,9 @@
-import type { ErrorClass, TokenLogprob, ToolCallObservation } from '@fathom/contracts';
+import {
+  RETRIEVED_DOCUMENT_LIMITS,
+  type ErrorClass,
+  type TokenLogprob,
+  type ToolCallObservation,
+} from '@fathom/contracts';
 import type { PromptItem } from '../dataset/prompt-item';
 
 /** What the executor hands a driver for one request. */
@@ -43,6 +48,11 @@ export interface DriverOutcome {
    * calls, HTTP steps on tools), at most MAX_TOOL_CALLS_PER_RECORD; for the schema-drift watch.
    */
   toolCalls?: ToolCallObservation[];
+  /**
+   * RAG retrieve/rerank: texts of the top retrieved documents, best first, within
+   * RETRIEVED_DOCUMENT_LIMITS (see `topDocumentTexts`); for the query/document mismatch watch.
+   */
+  retrievedDocuments?: string[];
   /** The server's own id for the request (`x-request-id`, or the simulator's `x-sim-request-id`). */
   serverRequestId?: string;
   /** True when the gate refused every path: nothing was sent. */
@@ -114,4 +124,19 @@ export class RequestCancel {
     }
     return this.controller.signal;
   }
+}
+
+/**
+ * The texts of the top `RETRIEVED_DOCUMENT_LIMITS.maxDocuments` ranked documents, best first, each
+ * cut to `maxChars`; ranks without a text are left out (the list may be shorter or empty).
+ */
+export function topDocumentTexts(ranked: readonly (string | null | undefined)[]): string[] {
+  const out: string[] = [];
+  const n = Math.min(ranked.length, RETRIEVED_DOCUMENT_LIMITS.maxDocuments);
+  for (let i = 0; i < n; i++) {
+    const text = ranked[i];
+    if (typeof text === 'string' && text.length > 0)
+      out.push(text.slice(0, RETRIEVED_DOCUMENT_LIMITS.maxChars));
+  }
+  return out;
 }

@@ -442,6 +442,7 @@ class ShardEngine {
       if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);
       if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
       if (outcome.toolCalls !== undefined) record.toolCalls = outcome.toolCalls;
+      if (outcome.retrievedDocuments !== undefined) record.retrievedDocuments = outcome.retrievedDocuments;
       try {
         this.options.sink.record(record);
       } catch {

@@ -69,6 +69,17 @@ describe(TelemetryPublisher.name, () => {
     expect(events.length).toBeGreaterThan(10);
   });
 
+  it('counts retrieved documents in the byte budget: RAG records with 3 x 512-char documents stay near it', async () => {
+    const { bus, events } = capturingBus();
+    const sut = new TelemetryPublisher(bus, 'c', 'r', 'g', metrics());
+    for (let i = 0; i < 200; i++)
+      sut.record({ ...record(i), retrievedDocuments: ['a', 'b', 'c'].map((c) => c.repeat(512)) });
+    await sut.drain();
+    // 64 KB estimated is the budget; JSON is within ~10 % of the estimate when documents count.
+    for (const event of events) expect(Buffer.byteLength(JSON.stringify(event))).toBeLessThan(72 * 1024);
+    expect(events.flatMap((e) => e.records)).toHaveLength(200);
+  });
+
   it('publishes every record exactly once, in order, and counts them', async () => {
     const { bus, events } = capturingBus();
     const sut = new TelemetryPublisher(bus, 'c', 'r', 'g', metrics());

@@ -27,6 +27,8 @@ function estimatedBytes(record: RequestRecord): number {
   if (logprobs !== undefined)
     for (let i = 0; i < logprobs.length; i++) bytes += 48 + 40 * logprobs[i].top.length;
   if (record.toolCalls !== undefined) bytes += 400 * record.toolCalls.length;
+  const documents = record.retrievedDocuments;
+  if (documents !== undefined) for (let i = 0; i < documents.length; i++) bytes += 4 + documents[i].length;
   return bytes;
 }
 

@@ -38,6 +38,8 @@ const SERIAL = [
   'libs/load/src/driver/openai-chat.driver.http1.int-spec.ts',
   // Needs its embedding sample (USE lite, CPU-bound) to cover every prompt within 2 s runs.
   'libs/services/src/semantic-monitor/baseline-drift.int-spec.ts',
+  // Same: its 2 s runs need the USE lite worker loaded and embedding to reach 12 pairs each.
+  'libs/services/src/semantic-monitor/rag-mismatch.int-spec.ts',
 ].map((path) => `<rootDir>/${path}`);
 
 const common = {

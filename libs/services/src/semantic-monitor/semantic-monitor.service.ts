@@ -38,6 +38,12 @@ import { ToolContractWatch } from './tool-contract.watch';
 import { BaselineDriftService, type BaselineDriftWatch } from './baseline-drift.watch';
 import { minSampleRateFromEnv } from './embedding-sample.config';
 import { TimeSliceClock } from './time-slice.util';
+import {
+  RAG_MISMATCH_DETECTOR,
+  RagEmbeddingBudget,
+  RagMismatchWatch,
+  planEmbeddings,
+} from './rag-mismatch.watch';
 
 /** Detector names this service publishes (the `detector` field of `detector` signals). */
 export const SemanticDetectors = {
@@ -45,6 +51,7 @@ export const SemanticDetectors = {
   promptExplosion: 'prompt-explosion',
   semanticGoodput: 'semantic-goodput',
   monitorFault: 'semantic-monitor-fault',
+  ragMismatch: RAG_MISMATCH_DETECTOR,
 } as const;
 
 /**
@@ -80,6 +87,8 @@ interface RunState {
   readonly drift: SampledEmbeddingDrift;
   /** Against a baseline run (campaign spec `semantic.baseline`); null when not asked for. */
   baseline: BaselineDriftWatch | null;
+  /** RAG query/document KL on the embedded retrieve/rerank records. */
+  readonly ragMismatch: RagMismatchWatch;
   firstStartedAt: number | null;
   lastEndedAt: number | null;
   goodputPublished: boolean;
@@ -109,6 +118,8 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   /** Tool schema drift: observed tool answers against the campaign's declared contracts. */
   private readonly toolContracts = new ToolContractWatch();
   private readonly sampler = new AdaptiveSampleRate({ min: minSampleRateFromEnv() });
+  /** The sample budget counted in texts: a RAG record's query and documents are several. */
+  private readonly ragBudget = new RagEmbeddingBudget();
   private readonly host = new HostResourceReader();
   private cpuTimer: NodeJS.Timeout | null = null;
   private readonly clock = new TimeSliceClock(MONITOR_SLICE_BUDGET_MS);
@@ -179,6 +190,9 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         ledger: new GoodputLedger(),
         drift: new SampledEmbeddingDrift(),
         baseline: null,
+        ragMismatch: new RagMismatchWatch(campaignId, runId, {
+          publish: (signal) => this.bus.publish(Topics.semanticSignal, signal),
+        }),
         firstStartedAt: null,
         lastEndedAt: null,
         goodputPublished: false,
@@ -261,7 +275,8 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
           assessment.status === 'no-logprobs' ||
           assessment.status === 'no-top-logprobs'
         ) {
-          if (record.content.length > 0 && this.sampler.take()) toEmbed.push(record);
+          if (record.content.length > 0 && this.sampler.take() && this.ragBudget.admit(record))
+            toEmbed.push(record);
         }
       } catch (error) {
         // A record the zod schema let through but the monitor cannot judge: classified, not a crash.
@@ -423,6 +438,9 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     void run.baseline
       ?.finish(complete, this.embeddingSettled)
       .catch((e: Error) => this.logger.warn(`baseline: ${e.message}`));
+    void run.ragMismatch
+      .finish(complete, this.embeddingSettled)
+      .catch((e: Error) => this.logger.warn(`rag mismatch: ${e.message}`));
     const durationS =
       run.firstStartedAt !== null && run.lastEndedAt !== null && run.lastEndedAt > run.firstStartedAt
         ? (run.lastEndedAt - run.firstStartedAt) / 1000
@@ -473,13 +491,23 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (this.embedding || !embedder || !this.worker?.available) return;
     this.embedding = true;
     const started = performance.now();
+    // RAG records with documents embed their query and documents, the others their response.
+    const plan = planEmbeddings(records);
     this.embeddingSettled = embedder
-      .embed(records.map((r) => r.content.slice(0, 2000)))
+      .embed(plan.texts)
       .then(async (vectors) => {
-        for (const v of vectors) run.drift.add(v);
+        const responses = plan.responses.map((r) => vectors[r.at]);
+        for (const v of responses) run.drift.add(v);
         this.embeddingMs += performance.now() - started;
-        this.embeddedTexts += records.length;
-        await run.baseline?.observe(records, vectors, embedder);
+        this.embeddedTexts += plan.texts.length;
+        await run.ragMismatch
+          .observe(plan.retrievals, vectors, embedder.dimensions)
+          .catch((e: Error) => this.logger.warn(`rag mismatch: ${e.message}`));
+        await run.baseline?.observe(
+          plan.responses.map((r) => r.record),
+          responses,
+          embedder,
+        );
       })
       .catch((error: Error) => {
         // A worker that died mid-sample was reported by onEmbedderFault already.

@@ -50,7 +50,7 @@ function vectors(seed: number) {
   };
   return {
     random: () => unit(Float32Array.from({ length: DIMENSIONS }, next)),
-    /** A neighbour of `v` (cosine about 0.9). */
+    /** A neighbour of `v` (cosine about 0.99). */
     near: (v: Float32Array) => unit(v.map((x) => x + 0.02 * next())),
   };
 }

@@ -8,7 +8,6 @@ import {
   type RunShardCommand,
   type ShardCounts,
 } from '@fathom/contracts';
-import { runShard } from '@fathom/load';
 import { isStaleShardCommand } from '../runtime/shard-command.util';
 import { consumerGroup } from '../runtime/service-name';
 import { TelemetryPublisher } from './telemetry.publisher';
@@ -16,6 +15,7 @@ import { LoadMetrics } from './load.metrics';
 import { METRICS_REGISTRY } from '@fathom/observability';
 import type { Registry } from 'prom-client';
 import { probeTarget, withResolvedModel } from './target-probe';
+import { SHARD_ENGINE, type ShardEngine } from './engine-thread.config';
 
 interface ActiveShard {
   readonly abort: AbortController;
@@ -26,7 +26,8 @@ interface ActiveShard {
  * Takes shards from the load-generators' consumer group and runs them. A shard runs in the
  * background: the handler returns as soon as it started, so a long run never holds the
  * consumer (and its group membership) hostage. Aborts arrive on a broadcast topic that each
- * generator reads in its own group.
+ * generator reads in its own group. The engine runs where `SHARD_ENGINE` says: on its own worker
+ * thread by default (FATHOM_ENGINE_THREAD); its records and windows reach the publisher here.
  */
 @Injectable()
 export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
@@ -43,6 +44,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @InjectBus() private readonly bus: Bus,
     @Inject(METRICS_REGISTRY) registry: Registry,
+    @Inject(SHARD_ENGINE) private readonly engine: ShardEngine,
   ) {
     this.metrics = new LoadMetrics(registry);
   }
@@ -125,7 +127,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     }
     await lifecycle('shard-started', empty);
     try {
-      const counts = await runShard({
+      const counts = await this.engine({
         spec,
         shard,
         runId,

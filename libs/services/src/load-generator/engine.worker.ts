@@ -1,0 +1,79 @@
+/**
+ * Worker-thread entry of `EngineThread`: runs one shard's `runShard` on this thread's event loop,
+ * so nothing the main thread does (bus I/O, encoding, the other services of an embedded process)
+ * delays the engine's socket reads and their time stamps. Records and windows go to the main
+ * thread in small batches; the last message is the shard's result or its failure.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { RequestRecord } from '@fathom/contracts';
+import { runShard, type TelemetrySink, type WindowSnapshot } from '@fathom/load';
+import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
+
+const port = parentPort;
+if (!port) throw new Error('engine.worker runs only as a worker thread');
+const data = workerData as EngineWorkerData;
+const report = (message: EngineReport) => port.postMessage(message);
+
+/**
+ * A batch closes at this many records, this estimated size or this age, whichever comes first.
+ * postMessage serialises on this thread (structured clone, ~the cost of JSON), so a message is
+ * kept well under a millisecond of the engine's time; records hold only strings, numbers and
+ * plain arrays, nothing that can be transferred instead of copied.
+ */
+const MAX_BATCH_RECORDS = 50;
+const MAX_BATCH_BYTES = 128 * 1024;
+const MAX_BATCH_AGE_MS = 20;
+
+/** A record's cloned size, roughly, from what dominates it (no serialisation). */
+function estimatedBytes(record: RequestRecord): number {
+  let bytes =
+    400 + 2 * (record.content.length + (record.prompt?.length ?? 0)) + 9 * record.chunkOffsetsMs.length;
+  const logprobs = record.logprobs;
+  if (logprobs !== undefined)
+    for (let i = 0; i < logprobs.length; i++) bytes += 48 + 40 * logprobs[i].top.length;
+  return bytes;
+}
+
+class ForwardingSink implements TelemetrySink {
+  private batch: RequestRecord[] = [];
+  private batchBytes = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  record(record: RequestRecord): void {
+    this.batch.push(record);
+    this.batchBytes += estimatedBytes(record);
+    if (this.batch.length >= MAX_BATCH_RECORDS || this.batchBytes >= MAX_BATCH_BYTES) this.flush();
+    else this.timer ??= setTimeout(this.flush, MAX_BATCH_AGE_MS);
+  }
+
+  window(window: WindowSnapshot): void {
+    report({ type: 'window', window });
+  }
+
+  readonly flush = (): void => {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.batch.length === 0) return;
+    const records = this.batch;
+    this.batch = [];
+    this.batchBytes = 0;
+    report({ type: 'records', records });
+  };
+}
+
+const abort = new AbortController();
+port.on('message', (command: EngineCommand) => {
+  if (command.type === 'abort') abort.abort(new Error(command.reason));
+});
+
+const sink = new ForwardingSink();
+runShard({ ...data, sink, signal: abort.signal }).then(
+  (result) => {
+    sink.flush();
+    report({ type: 'result', result });
+  },
+  (error: unknown) => {
+    sink.flush();
+    report({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+  },
+);

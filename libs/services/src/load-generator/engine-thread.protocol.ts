@@ -11,14 +11,16 @@ export interface EngineWorkerData {
   readonly generatorId: string;
 }
 
-/** Main -> worker. */
-export type EngineCommand = { type: 'abort'; reason: string };
+/** Main -> worker. `start` (the shard) once the shard-started lifecycle is out; `abort` at any time. */
+export type EngineCommand = { type: 'start'; shard: EngineWorkerData } | { type: 'abort'; reason: string };
 
 /**
  * Worker -> main, in the order the engine produced them: every `records` and `window` message
  * of a shard arrives before its `result` (or `failed`), so the counts it carries are exact.
  */
 export type EngineReport =
+  /** The engine's code is loaded; it starts on `start`. */
+  | { type: 'ready' }
   | { type: 'records'; records: RequestRecord[] }
   | { type: 'window'; window: WindowSnapshot }
   | { type: 'result'; result: ShardResult }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { RunShardOptions, ShardResult, TelemetrySink } from '@fathom/load';
+import { runShard, type RunShardOptions, type ShardResult, type TelemetrySink } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
 
 /** What the service hands an engine: `runShard`'s options without the in-process-only hooks. */
@@ -10,8 +10,68 @@ export type ShardEngineOptions = Pick<
   'spec' | 'shard' | 'runId' | 'campaignId' | 'generatorId' | 'sink' | 'signal'
 >;
 
-/** Runs one shard to its end: `runShard` itself (inline) or `runShardInThread`. */
-export type ShardEngine = (options: ShardEngineOptions) => Promise<ShardResult>;
+/**
+ * One shard's engine, made ready before the shard is announced: `ready` resolves when it can
+ * start at once (a worker has loaded its code; rejects when it cannot), `start` runs the shard to
+ * its end. The service publishes shard-started between the two, so a worker's start-up is not
+ * counted in the run's time and no record comes before the announcement.
+ */
+export interface ShardEngineRun {
+  readonly ready: Promise<void>;
+  start(): Promise<ShardResult>;
+}
+
+/** Where shards run: `InlineShardEngine` or `ThreadShardEngine`. */
+export interface ShardEngine {
+  /** Prepares what the first shard would otherwise wait for (called at boot). */
+  warm(): void;
+  run(options: ShardEngineOptions): ShardEngineRun;
+  /** Ends what the engine holds between shards (not the shards themselves). */
+  close(): Promise<void>;
+}
+
+/** The engine on the caller's event loop, as before worker threads. */
+export class InlineShardEngine implements ShardEngine {
+  warm(): void {}
+
+  run(options: ShardEngineOptions): ShardEngineRun {
+    return { ready: Promise.resolve(), start: () => runShard(options) };
+  }
+
+  async close(): Promise<void> {}
+}
+
+/**
+ * Each shard on its own worker thread (`EngineThread`). Loading the engine's code takes a worker
+ * ~0.35 s built and ~0.45 s from source (module compilation, measured), so one spare worker is
+ * kept loaded: a shard takes it and the next spare starts loading at once.
+ */
+export class ThreadShardEngine implements ShardEngine {
+  private spare: EngineThread | null = null;
+  private closed = false;
+
+  /** Starts a spare unless one is there (at boot, so the first shard does not wait for it). */
+  warm(): void {
+    if (!this.closed) this.spare ??= new EngineThread();
+  }
+
+  run(options: ShardEngineOptions): ShardEngineRun {
+    const spare = this.spare;
+    this.spare = null;
+    // A spare that died while idle is replaced (its death is no shard's failure).
+    const thread = spare !== null && !spare.ended ? spare : new EngineThread();
+    if (spare !== null && spare !== thread) void spare.terminate();
+    this.warm();
+    return thread.bind(options);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const spare = this.spare;
+    this.spare = null;
+    await spare?.terminate();
+  }
+}
 
 /**
  * After an abort the engine cancels what is in flight and reports within a second; a worker
@@ -50,38 +110,45 @@ createRequire(entry)(entry);
 `;
 
 /**
- * One shard's engine on its own worker thread (`engine.worker`). Records and windows come back
- * in the engine's order and go to `sink` unchanged; `result` settles with the engine's counts
- * once every record it made has been handed over, or rejects with the reason when the engine
- * failed, the thread crashed or exited early, or it did not stop after an abort. An abort of
- * `signal` is forwarded (the engine stops its load within a second, as inline).
+ * One shard's engine on its own worker thread (`engine.worker`). The thread starts loading the
+ * engine when this is made; `bind` gives it its shard, `start` runs it. Records and windows come
+ * back in the engine's order and go to the shard's sink unchanged; `result` settles with the
+ * engine's counts once every record it made has been handed over, or rejects with the reason
+ * when the engine failed, the thread crashed or exited early, or it did not stop after an abort.
+ * An abort of the shard's signal is forwarded (the engine stops its load within a second, as
+ * inline).
  */
-export class EngineThread {
+export class EngineThread implements ShardEngineRun {
+  /** Resolves on the worker's `ready`; rejects, as `result` does, when it dies first. */
+  readonly ready: Promise<void>;
   readonly result: Promise<ShardResult>;
   private readonly worker: Worker;
-  private readonly sink: TelemetrySink;
-  private readonly signal: AbortSignal;
+  private shard: { data: EngineWorkerData; sink: TelemetrySink; signal: AbortSignal } | null = null;
   private settled = false;
   private abortTimer: NodeJS.Timeout | null = null;
-  /** Calls into `sink` that threw here (added to the engine's own `sinkErrors`). */
+  /** Calls into the sink that threw here (added to the engine's own `sinkErrors`). */
   private sinkErrors = 0;
   private resolve!: (result: ShardResult) => void;
   private reject!: (error: Error) => void;
+  private readyNow!: () => void;
+  private notReady!: (error: Error) => void;
 
-  constructor(options: ShardEngineOptions) {
-    const { spec, shard, runId, campaignId, generatorId, sink, signal } = options;
-    this.sink = sink;
-    this.signal = signal;
+  constructor() {
     this.result = new Promise<ShardResult>((res, rej) => ((this.resolve = res), (this.reject = rej)));
-    const data: EngineWorkerData = { spec, shard, runId, campaignId, generatorId };
+    this.ready = new Promise<void>((res, rej) => ((this.readyNow = res), (this.notReady = rej)));
+    // A caller that awaits `ready` and sees it fail never asks for `result`, and the reverse.
+    this.result.catch(() => undefined);
+    this.ready.catch(() => undefined);
     const compiled = __filename.endsWith('.js');
     const entry = join(__dirname, `engine.worker.${compiled ? 'js' : 'ts'}`);
     const root = compiled ? null : sourceRoot(__dirname);
     if (!compiled && root === null)
       throw new Error(`no .swcrc above ${__dirname} to compile the engine worker`);
     this.worker = compiled
-      ? new Worker(entry, { workerData: data })
-      : new Worker(TS_BOOTSTRAP, { eval: true, workerData: { ...data, bootstrap: { entry, root } } });
+      ? new Worker(entry)
+      : new Worker(TS_BOOTSTRAP, { eval: true, workerData: { bootstrap: { entry, root } } });
+    // Idle (a spare), the thread must not keep the process alive; `bind` holds it.
+    this.worker.unref();
     this.worker.on('message', this.onReport);
     this.worker.on('messageerror', (error) =>
       this.fail(`engine worker sent a message that could not be read: ${error.message}`),
@@ -90,8 +157,32 @@ export class EngineThread {
     this.worker.on('exit', (code) =>
       this.fail(`engine worker exited (code ${code}) before reporting its result`),
     );
+  }
+
+  /** True once the thread reported its result or died. */
+  get ended(): boolean {
+    return this.settled;
+  }
+
+  /** Gives the thread its shard (once). */
+  bind(options: ShardEngineOptions): this {
+    if (this.shard !== null) throw new Error('an engine thread runs one shard');
+    const { spec, shard, runId, campaignId, generatorId, sink, signal } = options;
+    this.shard = { data: { spec, shard, runId, campaignId, generatorId }, sink, signal };
+    this.worker.ref();
     if (signal.aborted) this.onAbort();
     else signal.addEventListener('abort', this.onAbort, { once: true });
+    return this;
+  }
+
+  /** Runs the bound shard (once `ready`); resolves with its counts after its last record was handed over. */
+  start(): Promise<ShardResult> {
+    if (this.shard === null) throw new Error('start before bind');
+    if (!this.settled) {
+      const command: EngineCommand = { type: 'start', shard: this.shard.data };
+      this.worker.postMessage(command);
+    }
+    return this.result;
   }
 
   /** Ends the thread at once, as a crash would (`result` rejects). For operators and tests. */
@@ -100,8 +191,8 @@ export class EngineThread {
   }
 
   private readonly onAbort = (): void => {
-    if (this.settled) return;
-    const reason = this.signal.reason as Error | undefined;
+    if (this.settled || this.shard === null) return;
+    const reason = this.shard.signal.reason as Error | undefined;
     const command: EngineCommand = { type: 'abort', reason: String(reason?.message ?? 'aborted') };
     this.worker.postMessage(command);
     this.abortTimer = setTimeout(
@@ -112,11 +203,15 @@ export class EngineThread {
 
   private readonly onReport = (report: EngineReport): void => {
     if (this.settled) return;
+    const sink = this.shard?.sink;
     switch (report.type) {
+      case 'ready':
+        this.readyNow();
+        return;
       case 'records':
         for (const record of report.records) {
           try {
-            this.sink.record(record);
+            sink?.record(record);
           } catch {
             // As inline: an output that throws must not stop the load; the sink logs its own failures.
             this.sinkErrors++;
@@ -125,7 +220,7 @@ export class EngineThread {
         return;
       case 'window':
         try {
-          this.sink.window(report.window);
+          sink?.window(report.window);
         } catch {
           this.sinkErrors++;
         }
@@ -136,8 +231,7 @@ export class EngineThread {
         return;
       case 'failed':
         // As inline, where runShard rejects with this message.
-        this.settle();
-        this.reject(new Error(report.message));
+        this.fail(report.message);
         return;
     }
   };
@@ -146,17 +240,16 @@ export class EngineThread {
     if (this.settled) return;
     this.settle();
     this.reject(new Error(reason));
+    // No effect once ready: the failure is then the result's.
+    this.notReady(new Error(reason));
   }
 
   private settle(): void {
     this.settled = true;
-    this.signal.removeEventListener('abort', this.onAbort);
+    this.shard?.signal.removeEventListener('abort', this.onAbort);
     if (this.abortTimer !== null) clearTimeout(this.abortTimer);
     this.abortTimer = null;
     // Every message the worker sent came before this one; what is left of the thread is ended.
     void this.worker.terminate();
   }
 }
-
-/** `runShard` with the engine on its own worker thread (see `EngineThread`). */
-export const runShardInThread: ShardEngine = (options) => new EngineThread(options).result;

@@ -1,17 +1,17 @@
 /**
  * Worker-thread entry of `EngineThread`: runs one shard's `runShard` on this thread's event loop,
  * so nothing the main thread does (bus I/O, encoding, the other services of an embedded process)
- * delays the engine's socket reads and their time stamps. Records and windows go to the main
- * thread in small batches; the last message is the shard's result or its failure.
+ * delays the engine's socket reads and their time stamps. It says `ready` once loaded and runs
+ * the shard that `start` names (a spare waits loaded until then); records and windows go to the main thread in small batches; the last
+ * message is the shard's result or its failure.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import type { RequestRecord } from '@fathom/contracts';
 import { runShard, type TelemetrySink, type WindowSnapshot } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
 
 const port = parentPort;
 if (!port) throw new Error('engine.worker runs only as a worker thread');
-const data = workerData as EngineWorkerData;
 const report = (message: EngineReport) => port.postMessage(message);
 
 /**
@@ -62,18 +62,26 @@ class ForwardingSink implements TelemetrySink {
 }
 
 const abort = new AbortController();
+const sink = new ForwardingSink();
+let started = false;
+
+function start(shard: EngineWorkerData): void {
+  if (started) return;
+  started = true;
+  runShard({ ...shard, sink, signal: abort.signal }).then(
+    (result) => {
+      sink.flush();
+      report({ type: 'result', result });
+    },
+    (error: unknown) => {
+      sink.flush();
+      report({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+    },
+  );
+}
+
 port.on('message', (command: EngineCommand) => {
   if (command.type === 'abort') abort.abort(new Error(command.reason));
+  else start(command.shard);
 });
-
-const sink = new ForwardingSink();
-runShard({ ...data, sink, signal: abort.signal }).then(
-  (result) => {
-    sink.flush();
-    report({ type: 'result', result });
-  },
-  (error: unknown) => {
-    sink.flush();
-    report({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
-  },
-);
+report({ type: 'ready' });

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
-import { runShard } from '@fathom/load';
-import { runShardInThread, type ShardEngine } from './engine-thread';
+import { InlineShardEngine, ThreadShardEngine, type ShardEngine } from './engine-thread';
 import { SHARD_ENGINE, engineThreadFromEnv } from './engine-thread.config';
 import { ShardRunnerService } from './shard-runner.service';
 
@@ -11,7 +10,8 @@ import { ShardRunnerService } from './shard-runner.service';
     {
       provide: SHARD_ENGINE,
       // Read once at boot: a bad value stops the service from starting.
-      useFactory: (): ShardEngine => (engineThreadFromEnv() === 'inline' ? runShard : runShardInThread),
+      useFactory: (): ShardEngine =>
+        engineThreadFromEnv() === 'inline' ? new InlineShardEngine() : new ThreadShardEngine(),
     },
   ],
 })

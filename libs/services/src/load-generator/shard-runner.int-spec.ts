@@ -9,9 +9,8 @@ import {
   type RequestRecord,
   type RunLifecycle,
 } from '@fathom/contracts';
-import { runShard } from '@fathom/load';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
-import { EngineThread, runShardInThread, type ShardEngine } from './engine-thread';
+import { EngineThread, InlineShardEngine, ThreadShardEngine, type ShardEngine } from './engine-thread';
 import { ShardRunnerService } from './shard-runner.service';
 
 interface ShardOutcome {
@@ -80,6 +79,19 @@ async function startGenerator(engine: ShardEngine) {
   return { run, abort, close };
 }
 
+/** Each shard on a fresh `EngineThread`, which `meddle` gets first (to end it, as a crash would). */
+function engineWith(meddle: (thread: EngineThread) => void): ShardEngine {
+  return {
+    warm: () => undefined,
+    close: async () => undefined,
+    run: (options) => {
+      const thread = new EngineThread().bind(options);
+      meddle(thread);
+      return thread;
+    },
+  };
+}
+
 describe(ShardRunnerService.name, () => {
   let sim: SimTarget;
 
@@ -112,8 +124,8 @@ describe(ShardRunnerService.name, () => {
     );
     const outcomes: Record<string, ShardOutcome> = {};
     for (const [mode, engine] of [
-      ['inline', runShard],
-      ['worker', runShardInThread],
+      ['inline', new InlineShardEngine()],
+      ['worker', new ThreadShardEngine()],
     ] as const) {
       const generator = await startGenerator(engine);
       try {
@@ -140,14 +152,14 @@ describe(ShardRunnerService.name, () => {
   }, 30_000);
 
   it('stops a worker shard within a second of the run abort', async () => {
-    const generator = await startGenerator(runShardInThread);
+    const generator = await startGenerator(new ThreadShardEngine());
     let abortAt = 0;
     try {
       const outcome = await generator.run(
         specOf({ concurrency: 8, durationMs: 60_000 }, { maxTokens: 4096 }),
         async (runId) => {
           // Let the worker load and put requests in flight before the abort lands.
-          await new Promise((resolve) => setTimeout(resolve, 1_500));
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
           abortAt = Date.now();
           await generator.abort(runId);
         },
@@ -162,12 +174,31 @@ describe(ShardRunnerService.name, () => {
     }
   }, 30_000);
 
+  it('fails the shard, never announcing it, when its worker dies before it is ready', async () => {
+    const generator = await startGenerator(
+      engineWith((thread) => {
+        void thread.terminate();
+      }),
+    );
+    try {
+      const outcome = await generator.run(specOf({ concurrency: 4, durationMs: 60_000 }));
+      expect(outcome.lifecycle.map((l) => l.phase)).toEqual(['shard-failed']);
+      // Ended before it ran any code: the exit code is 0 or 1 depending on how far it got.
+      expect(outcome.end.reason).toMatch(
+        /^load engine failed: engine worker exited \(code \d\) before reporting its result$/,
+      );
+      expect(outcome.end.counts.sent).toBe(0);
+    } finally {
+      await generator.close();
+    }
+  }, 30_000);
+
   it('fails the shard with the reason when its worker dies mid-run', async () => {
-    const generator = await startGenerator((options) => {
-      const thread = new EngineThread(options);
-      setTimeout(() => void thread.terminate(), 1_500);
-      return thread.result;
-    });
+    const generator = await startGenerator(
+      engineWith((thread) => {
+        void thread.ready.then(() => setTimeout(() => void thread.terminate(), 1_000));
+      }),
+    );
     try {
       const outcome = await generator.run(specOf({ concurrency: 4, durationMs: 60_000 }));
       expect(outcome.end.phase).toBe('shard-failed');
@@ -175,7 +206,9 @@ describe(ShardRunnerService.name, () => {
         /^load engine failed: engine worker exited \(code 1\) before reporting its result$/,
       );
       // What reached the main thread before the crash is still published and counted.
+      expect(outcome.lifecycle[0].phase).toBe('shard-started');
       expect(outcome.records).toHaveLength(outcome.end.counts.recordsPublished);
+      expect(outcome.records.length).toBeGreaterThan(0);
       expect(outcome.endedAt - outcome.startedAt).toBeLessThan(5_000);
     } finally {
       await generator.close();

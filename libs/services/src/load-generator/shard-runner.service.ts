@@ -16,6 +16,7 @@ import { METRICS_REGISTRY } from '@fathom/observability';
 import type { Registry } from 'prom-client';
 import { probeTarget, withResolvedModel } from './target-probe';
 import { SHARD_ENGINE, type ShardEngine } from './engine-thread.config';
+import type { ShardEngineRun } from './engine-thread';
 
 interface ActiveShard {
   readonly abort: AbortController;
@@ -50,6 +51,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onModuleInit(): Promise<void> {
+    this.engine.warm();
     this.subscriptions.push(
       // Joined side by side: each join waits for the group's rebalance, in series they add up.
       ...(await Promise.all([
@@ -71,6 +73,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     await Promise.all(this.subscriptions.map((s) => s.close()));
     for (const shard of this.active.values()) shard.abort.abort(new Error('load-generator shutting down'));
     await Promise.all([...this.active.values()].map((s) => s.done));
+    await this.engine.close();
   }
 
   private onAbort(runId: string): void {
@@ -125,9 +128,9 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       await lifecycle('shard-failed', empty, spec);
       return;
     }
-    await lifecycle('shard-started', empty);
+    let engine: ShardEngineRun;
     try {
-      const counts = await this.engine({
+      engine = this.engine.run({
         spec,
         shard,
         runId,
@@ -136,6 +139,17 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         sink: publisher,
         signal: abort.signal,
       });
+      await engine.ready;
+    } catch (error) {
+      const reason = `load engine failed: ${(error as Error).message}`;
+      this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);
+      await publisher.drain();
+      await lifecycle('shard-failed', empty, reason);
+      return;
+    }
+    await lifecycle('shard-started', empty);
+    try {
+      const counts = await engine.start();
       await publisher.drain();
       const final = {
         ...counts,

@@ -144,6 +144,44 @@ describe('reruns across orchestrator restarts', () => {
     expect(row).toEqual({ status: 'started', run_id: started[0].id });
   });
 
+  it('holds a due rerun while another run of its campaign is open and starts it once that run ends', async () => {
+    await orchestrator(db);
+    const campaign = await newCampaign(1_500);
+    const parent = await runs.create({ campaignId: campaign.id, trigger: 'api' });
+    await runs.transition(parent.id, 'running');
+    await runs.transition(parent.id, 'completed');
+    await tierChange(campaign.id, parent.id);
+    await waitFor(
+      async () =>
+        (await db.query(`SELECT 1 FROM scheduled_reruns WHERE campaign_id = $1`, [campaign.id])).length > 0,
+      { timeoutMs: 10_000, description: 'the rerun decision stored' },
+    );
+    // During the cool-down another run of the campaign (a schedule's, say) starts.
+    const other = await runs.create({ campaignId: campaign.id, trigger: 'schedule' });
+    await runs.transition(other.id, 'running');
+
+    // Well past the cool-down: the rerun must still wait, unclaimed.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(await rerunsOf(campaign.id)).toEqual([]);
+    const [waiting] = await db.query<{ status: string }>(
+      `SELECT status FROM scheduled_reruns WHERE campaign_id = $1`,
+      [campaign.id],
+    );
+    expect(waiting.status).toBe('scheduled');
+
+    await runs.transition(other.id, 'completed');
+    const [rerun] = await waitFor(
+      async () => {
+        const started = await rerunsOf(campaign.id);
+        return started.length > 0 ? started : null;
+      },
+      { timeoutMs: 10_000, intervalMs: 100, description: 'the rerun started after the other run ended' },
+    );
+    expect(rerun.parentRunId).toBe(parent.id);
+    const ended = (await runs.get(other.id))?.endedAt;
+    expect(rerun.createdAt).toBeGreaterThanOrEqual(ended as number);
+  });
+
   it('honours a rerun asked for while the run was going when its report reaches a restarted orchestrator', async () => {
     // Orchestrators from the test above may still be up: stop them so only the next one consumes.
     for (const app of apps.splice(0)) await app.close();

@@ -7,7 +7,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
-import { CampaignRepository, RunRepository } from '@fathom/storage';
+import { CampaignRepository, RunRepository, createRepositories } from '@fathom/storage';
 import {
   Topics,
   type BreakerChange,
@@ -21,6 +21,9 @@ import { CampaignService } from './campaign.service';
 import { ORCHESTRATOR_CONFIG, type OrchestratorConfig } from './orchestrator.config';
 import { measurementInvalidity, rerunBackoffMs, type ReportedValidity } from './rerun-trigger.util';
 import { RerunRepository, type ScheduledRerun } from './rerun.repository';
+
+/** How soon a due rerun whose campaign has a run open looks again. */
+const RERUN_BUSY_RETRY_MS = 1000;
 
 /**
  * Owns the run lifecycle: pending -> running on the first shard, completed/failed when the
@@ -105,30 +108,44 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
     if (this.closed || this.timers.has(rerun.id)) return;
     const timer = setTimeout(
       () => {
-        void this.startWaiting(rerun).finally(() => this.timers.delete(rerun.id));
+        void this.startWaiting(rerun).then((busy) => {
+          this.timers.delete(rerun.id);
+          if (busy) this.arm({ ...rerun, dueAt: Date.now() + RERUN_BUSY_RETRY_MS });
+        });
       },
       Math.max(0, rerun.dueAt - Date.now()),
     );
     this.timers.set(rerun.id, timer);
   }
 
-  /** Starts a waiting rerun unless another orchestrator (or an earlier life of this one) did. */
-  private async startWaiting(rerun: ScheduledRerun): Promise<void> {
+  /**
+   * Starts a waiting rerun unless another orchestrator (or an earlier life of this one) did.
+   * True when it must wait: another run of its campaign is open.
+   */
+  private async startWaiting(rerun: ScheduledRerun): Promise<boolean> {
     const { campaignId, parentRunId, reason } = rerun;
     try {
       const campaign = await this.campaigns.get(campaignId);
-      if (!campaign) return;
+      if (!campaign) return false;
+      // One open run per campaign (as for alerts and schedules): a rerun that comes due while
+      // another run of its campaign is pending or running waits for it, unclaimed, and is tried
+      // again after RERUN_BUSY_RETRY_MS (or by the next orchestrator to look).
       const admitted = await this.campaignService.startUnless(
         { campaignId, trigger: 'rerun', parentRunId, reason },
         campaign.spec,
-        async (tx, run) =>
-          (await new RerunRepository(tx).claim(rerun.id, run.id)) ? null : 'already started',
+        async (tx, run) => {
+          const open = await createRepositories(tx).runs.list({ campaignId, status: ['pending', 'running'] });
+          if (open.some((other) => other.id !== run.id)) return 'campaign busy';
+          return (await new RerunRepository(tx).claim(rerun.id, run.id)) ? null : 'already started';
+        },
       );
       if (admitted.started) {
         this.logger.log(`rerun ${admitted.started.runId} of campaign ${campaignId} started (${reason})`);
       }
+      return admitted.refused === 'campaign busy';
     } catch (error) {
       this.logger.error(`rerun of campaign ${campaignId} failed to start: ${(error as Error).message}`);
+      return false;
     }
   }
 

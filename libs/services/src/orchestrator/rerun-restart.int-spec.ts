@@ -218,6 +218,41 @@ describe('reruns across orchestrator restarts', () => {
     });
     expect((await runs.get(parent.id))?.status).toBe('completed');
   });
+
+  it('folds a change reported for an ended run into the open run of its campaign, not dropping it', async () => {
+    for (const app of apps.splice(0)) await app.close();
+    await orchestrator(db);
+    const campaign = await newCampaign(0);
+    const ended = await runs.create({ campaignId: campaign.id, trigger: 'api' });
+    await runs.transition(ended.id, 'running');
+    await runs.transition(ended.id, 'completed');
+    const open = await runs.create({ campaignId: campaign.id, trigger: 'schedule' });
+    await runs.transition(open.id, 'running');
+
+    // The analyzer's late verdict on the ended run arrives while the schedule's run is going.
+    await tierChange(campaign.id, ended.id);
+    await waitFor(
+      async () =>
+        (await db.query(`SELECT 1 FROM rerun_requests WHERE parent_run_id = $1`, [open.id])).length > 0,
+      { timeoutMs: 10_000, description: 'the request folded into the open run' },
+    );
+    expect(await rerunsOf(campaign.id)).toEqual([]);
+
+    await runs.transition(open.id, 'completed');
+    await bus.publish(Topics.runReport, {
+      ...envelope(campaign.id, open.id),
+      summary: completedSummary(),
+      validity: { valid: true, reasons: [] },
+    });
+    const [rerun] = await waitFor(
+      async () => {
+        const found = await rerunsOf(campaign.id);
+        return found.length ? found : null;
+      },
+      { timeoutMs: 15_000, intervalMs: 100, description: 'the rerun after the open run ended' },
+    );
+    expect(rerun.reason).toBe('tier SLO-0 -> SLO-1: P99 950 ms > 800 ms');
+  });
 });
 
 function completedSummary(): RunSummary {

@@ -189,12 +189,21 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
     await this.requestRerun(event.runId, `tier ${event.from} -> ${event.to}: ${event.reason}`);
   }
 
-  /** A rerun is considered when the run ends (requests during it fold into the first), or now. */
+  /**
+   * A rerun is considered when the run ends (requests during it fold into the first), or now.
+   * A change reported for an ended run while another run of its campaign is open (a schedule's,
+   * an alert's) is folded into that open run's request, so it is considered when that run ends
+   * instead of being dropped as "the run is still going".
+   */
   private async requestRerun(runId: string, reason: string): Promise<void> {
     const run = await this.runs.get(runId);
     if (!run) return;
-    if (run.status === 'pending' || run.status === 'running') {
-      await this.reruns.request(run.id, reason);
+    const open =
+      run.status === 'pending' || run.status === 'running'
+        ? run
+        : (await this.runs.list({ campaignId: run.campaignId, status: ['pending', 'running'] }))[0];
+    if (open !== undefined) {
+      await this.reruns.request(open.id, reason);
     } else {
       await this.considerRerun(run.campaignId, run.id, reason);
     }

@@ -1,4 +1,4 @@
-import type { Quantiles, RunSummary } from '@fathom/contracts';
+import { SLO_BREACH_TIER, type Quantiles, type RunSummary } from '@fathom/contracts';
 
 export interface PrintableRun {
   id: string;
@@ -71,10 +71,15 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
       `  gpu/server: ${s.gpu.scrapes} scrapes (${s.gpu.gaps} gaps)${shown.length ? `; last ${shown.join(', ')}` : ''}`,
     );
   }
+  // Two verdicts that can differ: the tier (the best tier whose objectives all held: the spec's
+  // SLO-0/1/2 unless the campaign sets slo.tiers) and the campaign's own pass/fail thresholds.
   const path = s.tierChanges.map((t) => t.to).join(' -> ');
-  lines.push(`  SLO tier: ${s.tier ?? 'n/a'}${s.tierChanges.length > 1 ? ` (${path})` : ''}`);
+  const breach = s.tier === SLO_BREACH_TIER ? ': no tier had all its objectives hold' : '';
+  lines.push(`  SLO tier: ${s.tier ?? 'n/a'}${s.tierChanges.length > 1 ? ` (${path})` : ''}${breach}`);
   lines.push(
-    s.slo.passed ? '  SLO: passed' : `  SLO: FAILED\n${s.slo.failures.map((f) => `    - ${f}`).join('\n')}`,
+    s.slo.passed
+      ? '  SLO: passed (the campaign thresholds)'
+      : `  SLO: FAILED\n${s.slo.failures.map((f) => `    - ${f}`).join('\n')}`,
   );
   return lines.join('\n');
 }

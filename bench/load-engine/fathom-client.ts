@@ -1,16 +1,22 @@
 // Fathom's engine as a bench client: a closed profile, full accounting (every request recorded,
 // HDR windows merged), CPU measured in-process around the run. Prints one JSON line.
-// Usage: node -r ./bench/ts-register.js bench/load-engine/fathom-client.ts URL CONCURRENCY SECONDS stream|json
+// Usage: node -r ./bench/ts-register.js bench/load-engine/fathom-client.ts URL CONCURRENCY SECONDS stream|json [RATE]
+// RATE: a constant-rate profile (requests per second, at most CONCURRENCY in flight); none: closed.
 import { CampaignSpecSchema } from '@fathom/contracts';
 import { mergeWindows, runShard, type WindowSnapshot } from '@fathom/load';
 
 async function main(): Promise<void> {
-  const [url, concurrency, seconds, mode] = process.argv.slice(2);
+  const [url, concurrency, seconds, mode, rate] = process.argv.slice(2);
   const spec = CampaignSpecSchema.parse({
     name: 'bench',
     target: { baseUrl: `${url}/v1` },
     scenario: { type: 'chat', model: 'bench', prompts: ['hello'], stream: mode === 'stream', maxTokens: 64 },
-    load: { concurrency: Number(concurrency), durationMs: Number(seconds) * 1000, recordSampleRate: 1 },
+    load: {
+      concurrency: Number(concurrency),
+      durationMs: Number(seconds) * 1000,
+      recordSampleRate: 1,
+      ...(rate ? { profile: { type: 'constant-rate', ratePerSec: Number(rate) } } : {}),
+    },
   });
   const windows: WindowSnapshot[] = [];
   let records = 0;

@@ -66,7 +66,7 @@ export const Topics = {
     'fathom.telemetry.gpu.v1',
     GpuTelemetrySchema,
     (e) => `${e.runId}/${e.source}`,
-    'gpu-collector -> analyzer: normalised GPU and inference-server samples, or a gap',
+    'gpu-collector -> analyzer, load-generator (adaptive GPU memory ceiling): normalised GPU and inference-server samples, or a gap',
   ),
   semanticSignal: topic(
     'fathom.signal.semantic.v1',

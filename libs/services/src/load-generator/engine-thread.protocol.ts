@@ -1,5 +1,6 @@
 import type { CampaignSpec, RequestRecord } from '@fathom/contracts';
 import type { ShardResult, WindowSnapshot } from '@fathom/load';
+import type { GateState } from './shard-controls';
 
 /** Messages between `EngineThread` (main thread) and `engine.worker` (the shard's worker thread). */
 
@@ -11,8 +12,16 @@ export interface EngineWorkerData {
   readonly generatorId: string;
 }
 
-/** Main -> worker. `start` (the shard) once the shard-started lifecycle is out; `abort` at any time. */
-export type EngineCommand = { type: 'start'; shard: EngineWorkerData } | { type: 'abort'; reason: string };
+/**
+ * Main -> worker. `start` (the shard) once the shard-started lifecycle is out; `abort` at any
+ * time; `gate` (the breakers' closed paths, whole) and `gpu` (a GPU memory reading) whenever the
+ * shard's controls change (see ShardControls).
+ */
+export type EngineCommand =
+  | { type: 'start'; shard: EngineWorkerData }
+  | { type: 'abort'; reason: string }
+  | { type: 'gate'; gate: GateState }
+  | { type: 'gpu'; gpuMemoryUsed: number };
 
 /**
  * Worker -> main, in the order the engine produced them: every `records` and `window` message

@@ -3,12 +3,16 @@ import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { runShard, type RunShardOptions, type ShardResult, type TelemetrySink } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
+import type { ShardControls } from './shard-controls';
 
-/** What the service hands an engine: `runShard`'s options without the in-process-only hooks. */
+/**
+ * What the service hands an engine: `runShard`'s options without the in-process-only hooks, and
+ * the shard's live controls (breakers, GPU memory), which reach the engine on either side.
+ */
 export type ShardEngineOptions = Pick<
   RunShardOptions,
   'spec' | 'shard' | 'runId' | 'campaignId' | 'generatorId' | 'sink' | 'signal'
->;
+> & { controls?: ShardControls };
 
 /**
  * One shard's engine, made ready before the shard is announced: `ready` resolves when it can
@@ -35,7 +39,9 @@ export class InlineShardEngine implements ShardEngine {
   warm(): void {}
 
   run(options: ShardEngineOptions): ShardEngineRun {
-    return { ready: Promise.resolve(), start: () => runShard(options) };
+    const { controls, ...shard } = options;
+    const hooks = controls ? { gate: controls.gate, gpu: controls.gpu } : {};
+    return { ready: Promise.resolve(), start: () => runShard({ ...shard, ...hooks }) };
   }
 
   async close(): Promise<void> {}
@@ -167,9 +173,18 @@ export class EngineThread implements ShardEngineRun {
   /** Gives the thread its shard (once). */
   bind(options: ShardEngineOptions): this {
     if (this.shard !== null) throw new Error('an engine thread runs one shard');
-    const { spec, shard, runId, campaignId, generatorId, sink, signal } = options;
+    const { spec, shard, runId, campaignId, generatorId, sink, signal, controls } = options;
     this.shard = { data: { spec, shard, runId, campaignId, generatorId }, sink, signal };
     this.worker.ref();
+    if (controls) {
+      // The state so far, then every change; the worker reads the latest before each request.
+      this.command({ type: 'gate', gate: controls.gateState() });
+      const reading = controls.gpu.read();
+      if (reading !== null) this.command({ type: 'gpu', gpuMemoryUsed: reading });
+      controls.onChange((change) =>
+        this.command('gate' in change ? { type: 'gate', gate: change.gate } : { type: 'gpu', ...change }),
+      );
+    }
     if (signal.aborted) this.onAbort();
     else signal.addEventListener('abort', this.onAbort, { once: true });
     return this;
@@ -183,6 +198,10 @@ export class EngineThread implements ShardEngineRun {
       this.worker.postMessage(command);
     }
     return this.result;
+  }
+
+  private command(command: EngineCommand): void {
+    if (!this.settled) this.worker.postMessage(command);
   }
 
   /** Ends the thread at once, as a crash would (`result` rejects). For operators and tests. */

@@ -7,8 +7,9 @@
  */
 import { parentPort } from 'node:worker_threads';
 import type { RequestRecord } from '@fathom/contracts';
-import { runShard, type TelemetrySink, type WindowSnapshot } from '@fathom/load';
+import { GpuMemoryGauge, runShard, type TelemetrySink, type WindowSnapshot } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
+import type { GateState } from './shard-controls';
 
 const port = parentPort;
 if (!port) throw new Error('engine.worker runs only as a worker thread');
@@ -69,11 +70,15 @@ class ForwardingSink implements TelemetrySink {
 const abort = new AbortController();
 const sink = new ForwardingSink();
 let started = false;
+// The shard's controls as the main thread last sent them (ShardControls there).
+let gate: GateState = { closedPaths: [], closedAll: false };
+const gpu = new GpuMemoryGauge();
 
 function start(shard: EngineWorkerData): void {
   if (started) return;
   started = true;
-  runShard({ ...shard, sink, signal: abort.signal }).then(
+  const allowed = (path: string) => !gate.closedAll && !gate.closedPaths.includes(path);
+  runShard({ ...shard, sink, signal: abort.signal, gate: allowed, gpu }).then(
     (result) => {
       sink.flush();
       report({ type: 'result', result });
@@ -87,6 +92,8 @@ function start(shard: EngineWorkerData): void {
 
 port.on('message', (command: EngineCommand) => {
   if (command.type === 'abort') abort.abort(new Error(command.reason));
+  else if (command.type === 'gate') gate = command.gate;
+  else if (command.type === 'gpu') gpu.report(command.gpuMemoryUsed);
   else start(command.shard);
 });
 report({ type: 'ready' });

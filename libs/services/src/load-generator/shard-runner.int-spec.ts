@@ -11,6 +11,7 @@ import {
 } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { EngineThread, InlineShardEngine, ThreadShardEngine, type ShardEngine } from './engine-thread';
+import { ShardControls } from './shard-controls';
 import { ShardRunnerService } from './shard-runner.service';
 
 interface ShardOutcome {
@@ -72,11 +73,20 @@ async function startGenerator(engine: ShardEngine) {
   };
   const abort = (runId: string) =>
     bus.publish(Topics.runControl, { ...envelope(randomUUID(), runId), kind: 'abort', reason: 'test' });
+  const breaker = (runId: string, to: 'open' | 'closed', paths: string[]) =>
+    bus.publish(Topics.breaker, {
+      ...envelope(randomUUID(), runId),
+      breaker: { target: 'sim', layer: 'llm', node: 'chat' },
+      from: to === 'open' ? 'closed' : 'open',
+      to,
+      reason: 'test',
+      paths,
+    });
   const close = async () => {
     await sut.onApplicationShutdown();
     await bus.close();
   };
-  return { run, abort, close };
+  return { run, abort, breaker, close };
 }
 
 /** Each shard on a fresh `EngineThread`, which `meddle` gets first (to end it, as a crash would). */
@@ -214,4 +224,98 @@ describe(ShardRunnerService.name, () => {
       await generator.close();
     }
   }, 30_000);
+  it.each([
+    ['inline', () => new InlineShardEngine()],
+    ['worker', () => new ThreadShardEngine()],
+  ] as const)(
+    'stops sending on a path while its breaker is open and resumes when it closes (%s)',
+    async (_mode, engine) => {
+      const spec = specOf({
+        concurrency: 4,
+        durationMs: 2_500,
+        profile: { type: 'constant-rate', seed: 3, ratePerSec: 40 },
+      });
+      const generator = await startGenerator(engine());
+      try {
+        let openedAt = 0;
+        let closedAt = 0;
+        const outcome = await generator.run(spec, async (runId) => {
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          openedAt = Date.now();
+          await generator.breaker(runId, 'open', ['/v1/chat/completions']);
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          closedAt = Date.now();
+          await generator.breaker(runId, 'closed', ['/v1/chat/completions']);
+        });
+        expect(outcome.end.phase).toBe('shard-finished');
+        const started = outcome.records.map((r) => r.startedAt);
+        // Nothing sent while open (100 ms for the event to reach the engine), load before and after.
+        expect(started.filter((t) => t > openedAt + 100 && t < closedAt)).toEqual([]);
+        expect(started.some((t) => t < openedAt)).toBe(true);
+        expect(started.some((t) => t > closedAt)).toBe(true);
+      } finally {
+        await generator.close();
+      }
+    },
+    30_000,
+  );
+
+  it.each([
+    ['inline', () => new InlineShardEngine()],
+    ['worker', () => new ThreadShardEngine()],
+  ] as const)(
+    'hands GPU memory readings to the adaptive profile, which backs off over its ceiling (%s)',
+    async (_mode, make) => {
+      const spec = specOf({
+        concurrency: 8,
+        durationMs: 1_500,
+        profile: {
+          type: 'adaptive',
+          p95BudgetMs: 60_000,
+          initialConcurrency: 2,
+          intervalMs: 200,
+          gpuMemoryCeiling: 0.8,
+        },
+      });
+      const controls = new ShardControls();
+      const engine = make();
+      engine.warm();
+      const run = engine.run({
+        spec,
+        shard: { index: 0, count: 1 },
+        runId: randomUUID(),
+        campaignId: randomUUID(),
+        generatorId: 'g',
+        sink: { record: () => undefined, window: () => undefined },
+        signal: new AbortController().signal,
+        controls,
+      });
+      try {
+        await run.ready;
+        const result = run.start();
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        controls.gpuTelemetry({
+          ...envelope(randomUUID(), randomUUID()),
+          source: 'dcgm',
+          url: 'http://gpu/metrics',
+          scrapedAt: Date.now(),
+          health: 'ok',
+          samples: [
+            { gpu: '0', instance: null, metric: 'fb_used_mib', value: 76_000, unit: 'MiB' },
+            { gpu: '0', instance: null, metric: 'fb_total_mib', value: 80_000, unit: 'MiB' },
+          ],
+        });
+        const trace = (await result).adaptive ?? [];
+        const over = trace.filter((step) => step.reason === 'gpu-memory-over-ceiling');
+        expect(over.length).toBeGreaterThan(0);
+        expect(over.every((step) => step.gpuMemoryUsed === 0.95)).toBe(true);
+        expect(
+          trace.filter((step) => step.atMs < 400).some((s) => s.reason === 'gpu-memory-over-ceiling'),
+        ).toBe(false);
+      } finally {
+        await engine.close();
+      }
+    },
+    30_000,
+  );
 });

@@ -17,17 +17,20 @@ import type { Registry } from 'prom-client';
 import { probeTarget, withResolvedModel } from './target-probe';
 import { SHARD_ENGINE, type ShardEngine } from './engine-thread.config';
 import type { ShardEngineRun } from './engine-thread';
+import { ShardControls } from './shard-controls';
 
 interface ActiveShard {
   readonly abort: AbortController;
   readonly done: Promise<void>;
+  readonly controls: ShardControls;
 }
 
 /**
  * Takes shards from the load-generators' consumer group and runs them. A shard runs in the
  * background: the handler returns as soon as it started, so a long run never holds the
  * consumer (and its group membership) hostage. Aborts arrive on a broadcast topic that each
- * generator reads in its own group. The engine runs where `SHARD_ENGINE` says: on its own worker
+ * generator reads in its own group, as do breaker changes (whose paths the shard stops sending on
+ * while open) and GPU telemetry (the adaptive profile's memory reading). The engine runs where `SHARD_ENGINE` says: on its own worker
  * thread by default (FATHOM_ENGINE_THREAD); its records and windows reach the publisher here.
  */
 @Injectable()
@@ -65,6 +68,18 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
           { group: consumerGroup('load-generator', Topics.runControl, this.generatorId) },
           (c) => this.onAbort(c.runId),
         ),
+        // Broadcast too: every generator running a shard of the run gates the breaker's paths
+        // and feeds the adaptive profile the GPU memory in use.
+        this.bus.subscribe(
+          Topics.breaker,
+          { group: consumerGroup('load-generator', Topics.breaker, this.generatorId) },
+          (change) => this.controlsOf(change.runId, (controls) => controls.breaker(change)),
+        ),
+        this.bus.subscribe(
+          Topics.gpuTelemetry,
+          { group: consumerGroup('load-generator', Topics.gpuTelemetry, this.generatorId) },
+          (event) => this.controlsOf(event.runId, (controls) => controls.gpuTelemetry(event)),
+        ),
       ])),
     );
   }
@@ -83,6 +98,10 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  private controlsOf(runId: string, apply: (controls: ShardControls) => void): void {
+    for (const [key, shard] of this.active) if (key.startsWith(`${runId}/`)) apply(shard.controls);
+  }
+
   private onShard(command: RunShardCommand): void {
     if (isStaleShardCommand(command)) return;
     const key = `${command.runId}/${command.shard.index}`;
@@ -91,14 +110,19 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     const abort = new AbortController();
     if (this.aborted.has(command.runId)) abort.abort(new Error('run aborted'));
     this.metrics.activeShards.inc();
-    const done = this.execute(command, abort).finally(() => {
+    const controls = new ShardControls();
+    const done = this.execute(command, abort, controls).finally(() => {
       this.active.delete(key);
       this.metrics.activeShards.dec();
     });
-    this.active.set(key, { abort, done });
+    this.active.set(key, { abort, done, controls });
   }
 
-  private async execute(command: RunShardCommand, abort: AbortController): Promise<void> {
+  private async execute(
+    command: RunShardCommand,
+    abort: AbortController,
+    controls: ShardControls,
+  ): Promise<void> {
     const { shard, runId, campaignId } = command;
     const publisher = new TelemetryPublisher(this.bus, campaignId, runId, this.generatorId, this.metrics);
     const empty: ShardCounts = {
@@ -138,6 +162,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         generatorId: this.generatorId,
         sink: publisher,
         signal: abort.signal,
+        controls,
       });
       await engine.ready;
     } catch (error) {

@@ -34,6 +34,7 @@ const SERIAL = [
   'libs/load/src/driver/agents-workflow.driver.int-spec.ts',
   'libs/services/src/orchestrator/run-abort.int-spec.ts',
   'libs/sim/src/faults/faults.int-spec.ts',
+  'libs/services/src/load-generator/breaker-gate.int-spec.ts',
   'libs/load/src/transport/http1.client.int-spec.ts',
   'libs/load/src/driver/openai-chat.driver.http1.int-spec.ts',
   // Needs its embedding sample (USE lite, CPU-bound) to cover every prompt within 2 s runs.

@@ -1,9 +1,10 @@
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { EmbeddingsScenario } from '@fathom/contracts';
 import type { PromptItem } from '../dataset/prompt-item';
 import type { PromptSource } from '../dataset/prompt.source';
 import { BufferedExchange } from '../transport/buffered.exchange';
 import { Http1Client } from '../transport/http1.client';
+import { postTransport } from '../transport/post.transport';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBodyText } from './http-body.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
@@ -37,24 +38,12 @@ export class EmbeddingsDriver implements RequestDriver {
       'content-type': 'application/json',
       ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
     };
-    if (new URL(origin).protocol === 'http:') {
-      this.http1 = new Http1Client({
-        origin,
-        method: 'POST',
-        path,
-        headers: this.headers,
-        connections: options.connections,
-      });
-      this.pool = null;
-    } else {
-      this.http1 = null;
-      this.pool = new Pool(origin, {
-        connections: options.connections,
-        pipelining: 1,
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      });
-    }
+    ({ http1: this.http1, pool: this.pool } = postTransport({
+      origin,
+      path,
+      headers: this.headers,
+      connections: options.connections,
+    }));
   }
 
   async execute(request: DriverRequest): Promise<DriverOutcome> {

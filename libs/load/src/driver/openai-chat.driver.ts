@@ -1,4 +1,4 @@
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import { countTokens } from 'gpt-tokenizer';
 import type { ChatScenario, ErrorClass } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
@@ -6,6 +6,7 @@ import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outc
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
 import { Http1Client, type Http1Connection, type Http1Exchange } from '../transport/http1.client';
+import { postTransport } from '../transport/post.transport';
 
 export interface HttpTarget {
   baseUrl: string;
@@ -68,28 +69,15 @@ export class OpenAiChatDriver implements RequestDriver {
       scenario.stream ? 'text/event-stream' : 'application/json',
       ...(target.apiKey ? ['authorization', `Bearer ${target.apiKey}`] : []),
     ];
-    // Our own timer (requestTimeoutMs) bounds each request; neither client runs timers of its own.
-    if (new URL(origin).protocol === 'http:') {
-      const headers: Record<string, string> = {};
-      for (let i = 0; i < this.staticHeaders.length; i += 2)
-        headers[this.staticHeaders[i]] = this.staticHeaders[i + 1];
-      this.http1 = new Http1Client({
-        origin,
-        method: 'POST',
-        path,
-        headers,
-        connections: options.connections,
-      });
-      this.pool = null;
-    } else {
-      this.http1 = null;
-      this.pool = new Pool(origin, {
-        connections: options.connections,
-        pipelining: 1,
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      });
-    }
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < this.staticHeaders.length; i += 2)
+      headers[this.staticHeaders[i]] = this.staticHeaders[i + 1];
+    ({ http1: this.http1, pool: this.pool } = postTransport({
+      origin,
+      path,
+      headers,
+      connections: options.connections,
+    }));
   }
 
   private body(request: DriverRequest): string {

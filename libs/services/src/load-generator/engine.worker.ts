@@ -2,14 +2,15 @@
  * Worker-thread entry of `EngineThread`: runs one shard's `runShard` on this thread's event loop,
  * so nothing the main thread does (bus I/O, encoding, the other services of an embedded process)
  * delays the engine's socket reads and their time stamps. It says `ready` once loaded and runs
- * the shard that `start` names (a spare waits loaded until then); records and windows go to the main thread in small batches; the last
- * message is the shard's result or its failure.
+ * the shard that `start` names (a spare waits loaded until then); records and windows go to the
+ * main thread in small batches; the last message is the shard's result or its failure.
  */
 import { parentPort } from 'node:worker_threads';
 import type { RequestRecord } from '@fathom/contracts';
 import { GpuMemoryGauge, runShard, type TelemetrySink, type WindowSnapshot } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
 import type { GateState } from './shard-controls';
+import { estimatedRecordBytes } from './record-size.util';
 
 const port = parentPort;
 if (!port) throw new Error('engine.worker runs only as a worker thread');
@@ -26,20 +27,6 @@ const MAX_BATCH_RECORDS = 50;
 const MAX_BATCH_BYTES = 64 * 1024;
 const MAX_BATCH_AGE_MS = 20;
 
-/** A record's cloned size, roughly, from what dominates it (no serialisation). */
-function estimatedBytes(record: RequestRecord): number {
-  let bytes =
-    400 + 2 * (record.content.length + (record.prompt?.length ?? 0)) + 9 * record.chunkOffsetsMs.length;
-  const logprobs = record.logprobs;
-  if (logprobs !== undefined)
-    for (let i = 0; i < logprobs.length; i++) bytes += 48 + 40 * logprobs[i].top.length;
-  if (record.toolCalls !== undefined) bytes += 400 * record.toolCalls.length;
-  const documents = record.retrievedDocuments;
-  if (documents !== undefined)
-    for (let i = 0; i < documents.length; i++) bytes += 4 + 2 * documents[i].length;
-  return bytes;
-}
-
 class ForwardingSink implements TelemetrySink {
   private batch: RequestRecord[] = [];
   private batchBytes = 0;
@@ -47,7 +34,7 @@ class ForwardingSink implements TelemetrySink {
 
   record(record: RequestRecord): void {
     this.batch.push(record);
-    this.batchBytes += estimatedBytes(record);
+    this.batchBytes += estimatedRecordBytes(record);
     if (this.batch.length >= MAX_BATCH_RECORDS || this.batchBytes >= MAX_BATCH_BYTES) this.flush();
     else this.timer ??= setTimeout(this.flush, MAX_BATCH_AGE_MS);
   }

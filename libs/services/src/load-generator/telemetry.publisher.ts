@@ -9,6 +9,7 @@ import {
 } from '@fathom/contracts';
 import type { TelemetrySink, WindowSnapshot } from '@fathom/load';
 import type { LoadMetrics } from './load.metrics';
+import { estimatedRecordBytes } from './record-size.util';
 
 const MAX_BATCH_RECORDS = 200;
 /**
@@ -19,18 +20,6 @@ const MAX_BATCH_RECORDS = 200;
  */
 const MAX_BATCH_BYTES = 64 * 1024;
 const FLUSH_EVERY_MS = 250;
-
-/** A record's JSON size, estimated from what dominates it (cheap: no serialisation). */
-function estimatedBytes(record: RequestRecord): number {
-  let bytes = 600 + record.content.length + (record.prompt?.length ?? 0) + 12 * record.chunkOffsetsMs.length;
-  const logprobs = record.logprobs;
-  if (logprobs !== undefined)
-    for (let i = 0; i < logprobs.length; i++) bytes += 48 + 40 * logprobs[i].top.length;
-  if (record.toolCalls !== undefined) bytes += 400 * record.toolCalls.length;
-  const documents = record.retrievedDocuments;
-  if (documents !== undefined) for (let i = 0; i < documents.length; i++) bytes += 4 + documents[i].length;
-  return bytes;
-}
 
 /**
  * The engine's sink for one shard: records are queued and published in batches off the hot
@@ -67,7 +56,7 @@ export class TelemetryPublisher implements TelemetrySink {
 
   record(record: RequestRecord): void {
     this.queue.push(record);
-    this.queueBytes += estimatedBytes(record);
+    this.queueBytes += estimatedRecordBytes(record);
     if (this.queue.length >= MAX_BATCH_RECORDS || this.queueBytes >= MAX_BATCH_BYTES) this.flush();
   }
 

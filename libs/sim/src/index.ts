@@ -7,3 +7,4 @@ export { RealClock, VirtualClock, type EngineClock } from './engine/clock';
 export { KvCache } from './engine/kv-cache';
 export { planOutput, topLogprobs, type OutputPlan, type PlannedToken, type TokenSpan } from './text/output.generator';
 export type { GroundTruthRecord } from './http/ground-truth.store';
+export { monotonicMinusPerfNowMs } from './http/sim.context';

@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { request } from 'undici';
 import { CampaignSpecSchema } from '@fathom/contracts';
+import { monotonicMinusPerfNowMs } from '@fathom/sim';
 import type { DriverOutcome } from '../driver/request-outcome';
 import { runShard } from '../engine/run-shard';
 import { runBareStreams } from './bare-stream.reader';
@@ -244,11 +245,6 @@ function runQueueWaitMs(): number {
 }
 
 /** performance.now() + this = CLOCK_MONOTONIC ms, the clock every process on the host shares. */
-function monotonicMinusPerfNowMs(): number {
-  const before = performance.now();
-  const monotonicMs = Number(process.hrtime.bigint()) / 1e6;
-  return monotonicMs - (before + performance.now()) / 2;
-}
 
 function quantiles(values: number[]): Quantiles {
   const sorted = [...values].sort((a, b) => a - b);

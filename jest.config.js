@@ -49,6 +49,8 @@ const common = {
   testMatch: ['<rootDir>/{apps,libs,test}/**/*.{spec,int-spec,e2e-spec}.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { ...swcrc, swcrc: false }] },
   moduleNameMapper,
+  // bench/device/pack.js's copy of node_modules for the GPU host: not a second set of packages.
+  modulePathIgnorePatterns: ['<rootDir>/.devrun/'],
 };
 
 module.exports = {

@@ -1,7 +1,7 @@
 import type { Dispatcher, Pool } from 'undici';
-import { countTokens } from 'gpt-tokenizer';
 import type { ChatScenario, ErrorClass } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
+import { countOutputTokens } from './output-token-count.util';
 import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
@@ -185,7 +185,7 @@ export class OpenAiChatDriver implements RequestDriver {
       chunkOffsetsMs,
       errorClass,
       inputTokensClient,
-      outputTokensClient: parsed == null || parsed.content === '' ? 0 : countTokens(parsed.content),
+      outputTokensClient: parsed == null ? 0 : countOutputTokens(parsed.content),
       usage: usage
         ? {
             promptTokens: usage.promptTokens,

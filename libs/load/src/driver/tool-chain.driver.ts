@@ -1,7 +1,7 @@
 import { Pool } from 'undici';
-import { countTokens } from 'gpt-tokenizer';
 import type { ErrorClass, ToolCallObservation, ToolChainScenario } from '@fathom/contracts';
 import { ChatStreamAssembler } from '@fathom/semantic';
+import { countOutputTokens } from './output-token-count.util';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBody } from './http-body.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
@@ -252,7 +252,7 @@ export class ToolChainDriver implements RequestDriver {
         if (parsed.toolCalls.length === 0) {
           return outcome({
             content: parsed.content,
-            outputTokensClient: parsed.content === '' ? 0 : countTokens(parsed.content),
+            outputTokensClient: countOutputTokens(parsed.content),
             finishReason: parsed.finishReason,
           });
         }

@@ -20,7 +20,8 @@ if ! command -v node >/dev/null; then
   export PATH="/tmp/fathom-node:$PATH"
 fi
 [ -e node_modules ] || ln -s .devrun/nm node_modules
-TS=(node -r ./bench/ts-register.js)
+# FATHOM_NODE_FLAGS: extra node flags for every check (e.g. --trace-gc, which NODE_OPTIONS refuses).
+TS=(node ${FATHOM_NODE_FLAGS:-} -r ./bench/ts-register.js)
 WHAT=${1:-all}
 ROUNDS=${2:-3}
 

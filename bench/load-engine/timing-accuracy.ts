@@ -1,7 +1,9 @@
 // Fathom's TTFT / inter-token timing error against the simulated target's per-token write times
 // (see libs/load/src/__fixtures__/timing-accuracy.ts for the definitions), beside a bare reader
 // that only stamps socket reads (the machine's floor), alternating. Figures only.
-//   node -r ./bench/ts-register.js bench/load-engine/timing-accuracy.ts [CONCURRENCY=200] [SECONDS=1.5] [ROUNDS=3]
+//   node -r ./bench/ts-register.js bench/load-engine/timing-accuracy.ts [CONCURRENCY=200] [SECONDS=1.5] [ROUNDS=3] [CLIENTS=bare,fathom,fathom-worker]
+// fathom: the engine on the bench's main thread; fathom-worker: on a worker thread of its own, as
+// the load-generator runs it by default.
 import { cpus, loadavg } from 'node:os';
 import { measureTimingAccuracy } from '../../libs/load/src/__fixtures__/timing-accuracy';
 
@@ -9,6 +11,7 @@ async function main(): Promise<void> {
   const concurrency = Number(process.argv[2] ?? 200);
   const durationMs = Number(process.argv[3] ?? 1.5) * 1000;
   const rounds = Number(process.argv[4] ?? 3);
+  const clients = (process.argv[5] ?? 'bare,fathom,fathom-worker').split(',') as ('bare' | 'fathom' | 'fathom-worker')[];
   console.log(
     `${cpus().length} x ${cpus()[0]?.model}, Node ${process.version}, load ${loadavg()
       .map((l) => l.toFixed(2))
@@ -16,10 +19,10 @@ async function main(): Promise<void> {
   );
   const q = (x: { p50: number; p90: number; p99: number; max: number }) =>
     `p50 ${x.p50.toFixed(3)} p90 ${x.p90.toFixed(3)} p99 ${x.p99.toFixed(3)} max ${x.max.toFixed(2)}`;
-  // Each round: the bare reader (the machine's floor: it only stamps socket reads) and Fathom,
-  // alternating, against a fresh simulator each.
+  // Each round: the bare reader (the machine's floor: it only stamps socket reads) and Fathom
+  // (inline, then on its worker thread), in turn, against a fresh simulator each.
   for (let round = 1; round <= rounds; round++) {
-    for (const client of ['bare', 'fathom'] as const) {
+    for (const client of clients) {
       const f = await measureTimingAccuracy({
         concurrency,
         durationMs,

@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { request } from 'undici';
 import { CampaignSpecSchema } from '@fathom/contracts';
 import { monotonicMinusPerfNowMs } from '@fathom/sim';
@@ -9,6 +11,7 @@ import type { DriverOutcome } from '../driver/request-outcome';
 import { runShard } from '../engine/run-shard';
 import { runBareStreams } from './bare-stream.reader';
 import { startSimProcess } from './sim-process';
+import type { TimingWorkerData, TimingWorkerResult } from './timing-accuracy.worker';
 
 /**
  * Fathom's TTFT and inter-token timings against the simulated target's ground truth (its write
@@ -32,11 +35,12 @@ export interface TimingAccuracy {
   ttftErrorMs: Quantiles;
   itlErrorMs: Quantiles;
   sendToTargetArrivalMs: Quantiles & { p01: number };
+  /** Event-loop delay of the thread that ran the client (the engine's worker for `fathom-worker`). */
   clientLoopDelayMs: { p99: number; max: number };
-  /** CPU time of this process (user + system) during the measured run. */
+  /** CPU time of this process (user + system) during the measured run (without the worker's set-up and warm-up). */
   clientCpuMs: number;
   /**
-   * Time this process's main thread was runnable but not running (Linux schedstat; NaN
+   * Time the client's thread (main, or the engine's worker) was runnable but not running (Linux schedstat; NaN
    * elsewhere): what other processes on the machine took from the client during the run.
    */
   clientRunQueueWaitMs: number;
@@ -61,10 +65,12 @@ export interface TimingAccuracyOptions {
   /** A first run whose results are dropped (JIT, connection set-up). */
   warmupMs?: number;
   /**
-   * `fathom` (default): runShard with its full accounting. `bare`: the machine's floor, a reader
-   * that only stamps socket reads (bare-stream.reader.ts), measured the same way.
+   * `fathom` (default): runShard with its full accounting, on this thread. `fathom-worker`: the
+   * same on a worker thread of its own, as the load-generator runs it by default
+   * (timing-accuracy.worker.ts). `bare`: the machine's floor, a reader that only stamps socket
+   * reads (bare-stream.reader.ts), measured the same way.
    */
-  client?: 'fathom' | 'bare';
+  client?: 'fathom' | 'fathom-worker' | 'bare';
 }
 
 /** One stream, whoever read it: what the comparison with the ground truth needs. */
@@ -134,13 +140,21 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
         }),
       });
     const client = options.client ?? 'fathom';
-    if (options.warmupMs) await (client === 'bare' ? bare(options.warmupMs) : run(options.warmupMs));
+    if (options.warmupMs && client !== 'fathom-worker')
+      await (client === 'bare' ? bare(options.warmupMs) : run(options.warmupMs));
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
     const cpuBefore = process.cpuUsage();
     const schedBefore = runQueueWaitMs();
     let counts: { sent: number; errors: number };
-    if (client === 'bare') {
+    let engineThread: Pick<TimingWorkerResult, 'loopDelayMs' | 'runQueueWaitMs' | 'cpuMs'> | null = null;
+    if (client === 'fathom-worker') {
+      // The worker is made after pinClient(), so its thread shares the client's core.
+      const result = await runOnWorker({ spec, warmupMs: options.warmupMs ?? 0, durationMs: options.durationMs });
+      for (const [id, stream] of result.streams) received.set(id, stream);
+      counts = result.counts;
+      engineThread = result;
+    } else if (client === 'bare') {
       const streams = await bare(options.durationMs);
       for (const [id, stream] of streams)
         received.set(id, {
@@ -160,7 +174,7 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
     }
     loop.disable();
     const cpu = process.cpuUsage(cpuBefore);
-    const runQueueMs = runQueueWaitMs() - schedBefore;
+    const runQueueMs = engineThread ? engineThread.runQueueWaitMs : runQueueWaitMs() - schedBefore;
 
     const ttftErrors: number[] = [];
     const gapErrors: number[] = [];
@@ -206,14 +220,34 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
           0.01,
         ),
       },
-      clientLoopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
-      clientCpuMs: (cpu.user + cpu.system) / 1000,
+      clientLoopDelayMs: engineThread
+        ? engineThread.loopDelayMs
+        : { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+      clientCpuMs: engineThread ? engineThread.cpuMs : (cpu.user + cpu.system) / 1000,
       clientRunQueueWaitMs: runQueueMs,
     };
   } finally {
     pin?.restore();
     await sim.close();
   }
+}
+
+/** Runs timing-accuracy.worker.ts (TypeScript, compiled on load as the benches do) and awaits its result. */
+function runOnWorker(data: TimingWorkerData): Promise<TimingWorkerResult> {
+  const register = join(__dirname, '..', '..', '..', '..', 'bench', 'ts-register.js');
+  const entry = join(__dirname, 'timing-accuracy.worker.ts');
+  const worker = new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(entry)});`, {
+    eval: true,
+    workerData: data,
+  });
+  return new Promise((resolve, reject) => {
+    worker.once('message', (result: TimingWorkerResult) => {
+      resolve(result);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`timing worker exited (code ${code}) before its result`)));
+  });
 }
 
 /** Pinning of target and client, or null where taskset or a second core is missing. */

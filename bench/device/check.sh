@@ -65,6 +65,6 @@ fi
 
 if [ "$WHAT" != gpu ]; then
   echo "== timing accuracy, 200 streams, $ROUNDS rounds"
-  "${TS[@]}" bench/load-engine/timing-accuracy.ts 200 1.5 "$ROUNDS" | tee "$OUT/timing-accuracy.txt"
+  "${TS[@]}" bench/load-engine/timing-accuracy.ts 200 1.5 "$ROUNDS" "${FATHOM_TIMING_CLIENTS:-bare,fathom,fathom-worker}" | tee "$OUT/timing-accuracy.txt"
 fi
 echo "== done"

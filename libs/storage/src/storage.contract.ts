@@ -130,6 +130,7 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
           startedAt: null,
           endedAt: null,
           summary: null,
+          planPublishedAt: null,
         });
         expect(await sut.runs.get(run.id)).toEqual(run);
       });
@@ -294,6 +295,58 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         await first;
 
         expect(openSeenBySecond).toBe(1);
+      });
+
+      const owedIds = async () => (await sut.runs.listOwedPlans(100_000)).map((owed) => owed.id);
+
+      it("owes a new run's plan until a claim commits; a claim rolled back leaves it owed", async () => {
+        const run = await newRun();
+        expect(await owedIds()).toContain(run.id);
+
+        await expect(
+          db.transaction(async (tx) => {
+            expect(await createRepositories(tx).runs.claimPlan(run.id)).not.toBeNull();
+            throw new Error('bus down');
+          }),
+        ).rejects.toThrow('bus down');
+        expect((await sut.runs.get(run.id))?.planPublishedAt).toBeNull();
+        expect(await owedIds()).toContain(run.id);
+
+        const before = Date.now();
+        const claimed = await db.transaction((tx) => createRepositories(tx).runs.claimPlan(run.id));
+        expect(claimed).toMatchObject({ id: run.id, status: 'pending' });
+        expect(claimed?.planPublishedAt).toBeGreaterThanOrEqual(before - 5_000);
+        expect(await sut.runs.get(run.id)).toEqual(claimed);
+        expect(await owedIds()).not.toContain(run.id);
+        expect(await db.transaction((tx) => createRepositories(tx).runs.claimPlan(run.id))).toBeNull();
+      });
+
+      it('gives an owed plan to one of two transactions claiming it at once', async () => {
+        const run = await newRun();
+        let claimedFirst!: () => void;
+        const firstHoldsClaim = new Promise<void>((resolve) => (claimedFirst = resolve));
+        const first = db.transaction(async (tx) => {
+          const claimed = await createRepositories(tx).runs.claimPlan(run.id);
+          claimedFirst();
+          // Publishing: long enough for the second claim to arrive while this one is open.
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          return claimed;
+        });
+        await firstHoldsClaim;
+        const second = await db.transaction((tx) => createRepositories(tx).runs.claimPlan(run.id));
+
+        expect(await first).not.toBeNull();
+        expect(second).toBeNull();
+        expect((await sut.runs.get(run.id))?.planPublishedAt).not.toBeNull();
+      });
+
+      it('owes no plan for a run that left pending', async () => {
+        const run = await newRun();
+        await sut.runs.transition(run.id, 'aborted', { reason: 'cancelled' });
+
+        expect(await owedIds()).not.toContain(run.id);
+        expect(await db.transaction((tx) => createRepositories(tx).runs.claimPlan(run.id))).toBeNull();
+        expect((await sut.runs.get(run.id))?.planPublishedAt).toBeNull();
       });
 
       it('throws RunNotFoundError when transitioning an unknown run', async () => {

@@ -4,6 +4,7 @@ import { openDatabase } from './database/open-database';
 import { PostgresDatabase } from './database/postgres.database';
 import { migrate } from './migrations/migrator';
 import { MIGRATIONS } from './migrations/migrations';
+import { RunRepository } from './repositories/run.repository';
 import { describeStorageContract } from './storage.contract';
 
 /** The real server the tests and CI run against (trust auth). */
@@ -56,6 +57,29 @@ describe(PostgresDatabase.name, () => {
     await expect(
       PostgresDatabase.open({ url: TEST_DATABASE_URL, schema: 'x; DROP TABLE runs' }),
     ).rejects.toThrow(/invalid schema name/);
+  });
+
+  it('counts the plans of runs stored before migration 6 as published, so none goes out twice', async () => {
+    const schema = newSchema('plans');
+    const sut = await PostgresDatabase.open({ url: TEST_DATABASE_URL, schema });
+    try {
+      await migrate(sut, MIGRATIONS.slice(0, 5));
+      await sut.query(`INSERT INTO campaigns (id, name, spec) VALUES ('c', 'old', '{}'::jsonb)`);
+      await sut.query(
+        `INSERT INTO runs (id, campaign_id, status, trigger, created_at, started_at) VALUES
+           ('pending', 'c', 'pending', 'api', '2024-01-01T00:00:00Z', NULL),
+           ('running', 'c', 'running', 'api', '2024-01-01T00:00:00Z', '2024-01-01T00:00:05Z')`,
+      );
+
+      expect(await migrate(sut)).toMatchObject({ applied: [6] });
+
+      const runs = new RunRepository(sut);
+      expect((await runs.get('pending'))?.planPublishedAt).toBe(Date.parse('2024-01-01T00:00:00Z'));
+      expect((await runs.get('running'))?.planPublishedAt).toBe(Date.parse('2024-01-01T00:00:05Z'));
+      expect(await runs.listOwedPlans()).toEqual([]);
+    } finally {
+      await sut.close();
+    }
   });
 
   it('migrates once when two connections migrate the same schema at the same time', async () => {

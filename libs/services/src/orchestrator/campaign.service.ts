@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectBus, type Bus } from '@fathom/bus';
+import { InjectBus, InvalidEventError, type Bus } from '@fathom/bus';
 import {
   CampaignRepository,
   RunRepository,
@@ -32,7 +32,25 @@ class Refused<R> {
   constructor(readonly why: R) {}
 }
 
-/** Creates campaigns and their runs, and hands each run's shards to the load-generators. */
+/**
+ * What handing out a run's plan came to: `published` by this call; `taken` when it is not owed
+ * (another orchestrator published it or is publishing it now, or the run left pending); `owed`
+ * when the bus refused it for now (it stays owed and the next pass retries it); `failed` when
+ * the plan can never be published (the bus's schema rejects it) and the run was failed.
+ */
+export type PlanHandOut = 'published' | 'taken' | 'owed' | 'failed';
+
+/**
+ * Creates campaigns and their runs, and hands each run's shards to the load-generators.
+ *
+ * Plans go out through a transactional outbox: the run row commits first with its plan owed
+ * (`planPublishedAt` null); the plan is then published inside a transaction that claims it
+ * (`RunRepository.claimPlan`) and commits the mark only once the bus took it. An orchestrator
+ * that dies between the two, or a bus that is down, leaves the plan owed, and the reconciler's
+ * pass (on start and every FATHOM_RECONCILE_INTERVAL_MS) publishes it (`handOutOwedPlans`):
+ * the run starts after the restart instead of waiting out its deadline, once however many
+ * orchestrators share the database.
+ */
 @Injectable()
 export class CampaignService {
   private readonly logger = new Logger(CampaignService.name);
@@ -58,8 +76,12 @@ export class CampaignService {
     parentRunId: string | null,
     reason: string | null = null,
   ): Promise<StartedRun> {
-    const run = await this.createUnderLock({ campaignId, trigger, parentRunId, reason }, async () => null);
-    return this.publishPlan(run as StoredRun, spec);
+    const run = (await this.createUnderLock(
+      { campaignId, trigger, parentRunId, reason },
+      async () => null,
+    )) as StoredRun;
+    await this.handOutPlan(run, spec);
+    return { campaignId, runId: run.id };
   }
 
   /**
@@ -89,9 +111,9 @@ export class CampaignService {
    * Creates the run in one transaction that holds the campaign's run lock (see
    * `RunRepository.lockCampaign`; every run this service creates takes it), then asks `refuse`,
    * on that transaction, whether the run may go: a reason rolls the run back and is returned;
-   * null commits it and its plan goes to the load-generators. So a check of the campaign's other
-   * runs, or a claim of a stored decision, and the new run are one step for every orchestrator
-   * sharing the database.
+   * null commits it and its plan goes to the load-generators (or stays owed: see the class).
+   * So a check of the campaign's other runs, or a claim of a stored decision, and the new run
+   * are one step for every orchestrator sharing the database.
    */
   async startUnless<R>(
     run: NewRun,
@@ -100,7 +122,8 @@ export class CampaignService {
   ): Promise<Admission<R>> {
     const created = await this.createUnderLock(run, refuse);
     if (created instanceof Refused) return { refused: created.why };
-    return { started: await this.publishPlan(created, spec) };
+    await this.handOutPlan(created, spec);
+    return { started: { campaignId: created.campaignId, runId: created.id } };
   }
 
   private async createUnderLock<R>(
@@ -122,25 +145,62 @@ export class CampaignService {
     }
   }
 
-  private async publishPlan(run: StoredRun, spec: CampaignSpec): Promise<StartedRun> {
+  /**
+   * Publishes the plans still owed (`RunRepository.listOwedPlans`), oldest first; stops at the
+   * first the bus refuses, since the next would meet the same bus. Returns how many this call
+   * published.
+   */
+  async handOutOwedPlans(): Promise<number> {
+    let published = 0;
+    for (const run of await this.runs.listOwedPlans()) {
+      const campaign = await this.campaigns.get(run.campaignId);
+      if (!campaign) continue;
+      const outcome = await this.handOutPlan(run, campaign.spec);
+      if (outcome === 'published') published++;
+      if (outcome === 'owed') break;
+    }
+    return published;
+  }
+
+  /**
+   * Publishes run `run`'s plan, one start-shard command per shard, unless it is not owed any
+   * more. The claim and the publish are one transaction: committed once the bus took the
+   * commands, rolled back (the plan stays owed) when it threw or the process died first.
+   */
+  async handOutPlan(run: StoredRun, spec: CampaignSpec): Promise<PlanHandOut> {
     const { campaignId, trigger } = run;
     const count = spec.load.shards;
-    const commands: RunShardCommand[] = Array.from({ length: count }, (_, index) => ({
-      ...envelope(campaignId, run.id),
-      kind: 'start-shard',
-      shard: { index, count },
-      spec,
-      trigger,
-    }));
     try {
-      await this.bus.publishMany(Topics.runShard, commands);
+      const claimed = await this.database.transaction(async (tx) => {
+        if (!(await createRepositories(tx).runs.claimPlan(run.id))) return false;
+        const commands: RunShardCommand[] = Array.from({ length: count }, (_, index) => ({
+          ...envelope(campaignId, run.id),
+          kind: 'start-shard',
+          shard: { index, count },
+          spec,
+          trigger,
+        }));
+        await this.bus.publishMany(Topics.runShard, commands);
+        return true;
+      });
+      if (!claimed) return 'taken';
     } catch (error) {
-      const reason = `could not hand the plan to the load-generators: ${(error as Error).message}`;
-      await this.runs.transition(run.id, 'failed', { reason });
-      throw error;
+      const message = (error as Error).message;
+      if (error instanceof InvalidEventError) {
+        // No later try can succeed: fail the run with the reason rather than owe its plan forever.
+        const reason = `could not hand the plan to the load-generators: ${message}`;
+        await this.runs.transition(run.id, 'failed', { reason });
+        this.logger.error(`run ${run.id} of campaign ${campaignId}: failed: ${reason}`);
+        return 'failed';
+      }
+      this.logger.warn(
+        `run ${run.id} of campaign ${campaignId}: plan not handed out (${message}); ` +
+          'it stays pending and is retried on the next reconcile pass',
+      );
+      return 'owed';
     }
     this.logger.log(`run ${run.id} of campaign ${campaignId} (${trigger}): ${count} shard(s) published`);
-    return { campaignId, runId: run.id };
+    return 'published';
   }
 
   /** Starts a run of a stored campaign (schedules, alerts); null when there is no such campaign. */

@@ -23,6 +23,8 @@ export const StoredRunSchema = z.object({
   startedAt: z.number().nullable(),
   endedAt: z.number().nullable(),
   summary: RunSummarySchema.nullable(),
+  /** When the run's plan went to the load-generators; null while it waits for the bus. */
+  planPublishedAt: z.number().nullable(),
 });
 
 const ErrorSchema = z.object({

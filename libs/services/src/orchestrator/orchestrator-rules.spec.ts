@@ -91,7 +91,13 @@ describe(decideSchedule.name, () => {
 });
 
 describe(reconcileOpenRun.name, () => {
-  const run = { id: 'r', status: 'running' as const, createdAt: 1000, startedAt: 2000 };
+  const run = {
+    id: 'r',
+    status: 'running' as const,
+    createdAt: 1000,
+    startedAt: 2000,
+    planPublishedAt: 1000,
+  };
   it('applies a stored report', () => {
     expect(reconcileOpenRun(run, 10_000, runSummary(), 3000, 60_000)).toMatchObject({
       action: 'apply-report',
@@ -104,10 +110,22 @@ describe(reconcileOpenRun.name, () => {
     expect(failed).toMatchObject({ action: 'fail' });
     expect(failed.action === 'fail' && failed.reason).toMatch(/no report 70 s after the run started/);
   });
-  it('measures a run that never started from its creation', () => {
-    expect(
-      reconcileOpenRun({ ...run, status: 'pending', startedAt: null }, 0, null, 1000 + 5000, 5000),
-    ).toMatchObject({ action: 'fail' });
+  it('measures a run that never started from its plan going out', () => {
+    const pending = { ...run, status: 'pending' as const, startedAt: null, planPublishedAt: 1500 };
+    expect(reconcileOpenRun(pending, 0, null, 1500 + 4999, 5000)).toEqual({ action: 'keep' });
+    const failed = reconcileOpenRun(pending, 0, null, 1500 + 5000, 5000);
+    expect(failed).toMatchObject({ action: 'fail' });
+    expect(failed.action === 'fail' && failed.reason).toMatch(
+      /no report 5 s after the run's plan was published .* stopped while it was pending/,
+    );
+  });
+  it('keeps a pending run whose plan is still owed, however old: the outbox publishes it', () => {
+    const owed = { ...run, status: 'pending' as const, startedAt: null, planPublishedAt: null };
+    expect(reconcileOpenRun(owed, 10_000, null, 1000 + 3_600_000, 5000)).toEqual({ action: 'keep' });
+    // A stored report still decides.
+    expect(reconcileOpenRun(owed, 10_000, runSummary(), 1000 + 3_600_000, 5000)).toMatchObject({
+      action: 'apply-report',
+    });
   });
 });
 

@@ -8,14 +8,17 @@ import {
 import { CampaignRepository, RunReportRepository, RunRepository } from '@fathom/storage';
 import { RunSummarySchema, type RunSummary } from '@fathom/contracts';
 import { ORCHESTRATOR_CONFIG, type OrchestratorConfig } from './orchestrator.config';
+import { CampaignService } from './campaign.service';
 import { reconcileOpenRun } from './run-reconcile.util';
 
 /**
  * Keeps run states true across orchestrator restarts: on start, and then every
- * FATHOM_RECONCILE_INTERVAL_MS, every pending or running run is checked against the analyzer's
- * stored report (applied when the report event was missed) and its deadline (failed with the
- * reason when nothing can be running it any more). Run states live only in the database, so a
- * restarted orchestrator serves them as they were.
+ * FATHOM_RECONCILE_INTERVAL_MS, the plans still owed (runs created whose plan never reached the
+ * bus: the orchestrator died in between, or the bus was down) are published, then every pending
+ * or running run is checked against the analyzer's stored report (applied when the report event
+ * was missed) and its deadline (failed with the reason when nothing can be running it any
+ * more). Run states live only in the database, so a restarted orchestrator serves them as they
+ * were.
  */
 @Injectable()
 export class RunReconcilerService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -28,6 +31,7 @@ export class RunReconcilerService implements OnApplicationBootstrap, OnApplicati
     private readonly runs: RunRepository,
     private readonly campaigns: CampaignRepository,
     private readonly reports: RunReportRepository,
+    private readonly campaignService: CampaignService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -48,6 +52,12 @@ export class RunReconcilerService implements OnApplicationBootstrap, OnApplicati
   }
 
   private async reconcileAll(now: number): Promise<void> {
+    try {
+      const published = await this.campaignService.handOutOwedPlans();
+      if (published > 0) this.logger.log(`published ${published} owed run plan(s)`);
+    } catch (error) {
+      this.logger.error(`publishing owed run plans failed: ${(error as Error).message}`);
+    }
     try {
       const open = await this.runs.list({ status: ['pending', 'running'] });
       for (const run of open) {

@@ -180,4 +180,20 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX alert_triggers_run_id_idx ON alert_triggers (run_id, status)`,
     ],
   },
+  {
+    version: 6,
+    name: 'runs-plan-published-at',
+    statements: [
+      // When the run's plan (its shard commands) was handed to the bus; null while it waits for
+      // it. The run row commits first, then the plan is published and this is set in one
+      // transaction, so a plan an orchestrator died before publishing (or the bus refused) is
+      // still owed, and the next orchestrator to look publishes it: a transactional outbox.
+      `ALTER TABLE runs ADD COLUMN plan_published_at timestamptz`,
+      // Runs from before this column: their plans were handed out (or the run failed) by the code
+      // of their day, which left no trace of which; counting them published never starts one twice.
+      `UPDATE runs SET plan_published_at = COALESCE(started_at, created_at)`,
+      // The owed plans, read on every reconcile pass.
+      `CREATE INDEX runs_plan_owed_idx ON runs (created_at) WHERE plan_published_at IS NULL`,
+    ],
+  },
 ];

@@ -23,6 +23,11 @@ export type StoredRun = {
   startedAt: number | null;
   endedAt: number | null;
   summary: RunSummary | null;
+  /**
+   * When the run's plan (its shard commands) was handed to the bus; null while it is still owed
+   * (see `claimPlan`).
+   */
+  planPublishedAt: number | null;
 };
 
 export type NewRun = {
@@ -69,7 +74,8 @@ export class RunNotFoundError extends Error {
 }
 
 const COLUMNS =
-  'id, campaign_id, status, trigger, parent_run_id, reason, created_at, started_at, ended_at, summary';
+  'id, campaign_id, status, trigger, parent_run_id, reason, created_at, started_at, ended_at, summary, ' +
+  'plan_published_at';
 
 export class RunRepository {
   constructor(private readonly db: Queryable) {}
@@ -177,6 +183,41 @@ export class RunRepository {
   }
 
   /**
+   * Pending runs whose plan was never handed to the bus, oldest first: the plans owed after an
+   * orchestrator died between creating a run and publishing its plan, or the bus refused it.
+   */
+  async listOwedPlans(limit = 100): Promise<StoredRun[]> {
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM runs
+        WHERE plan_published_at IS NULL AND status = 'pending'
+        ORDER BY created_at, id LIMIT $1`,
+      [limit],
+    );
+    return rows.map(toRun);
+  }
+
+  /**
+   * Claims pending run `id`'s owed plan for publishing: marks it published and returns the run,
+   * or null when it is not owed (published already, no longer pending) or another transaction
+   * is publishing it right now (its row lock is skipped, not waited for). Call it on a
+   * transaction's `tx` and publish the plan before that transaction commits: a publish that
+   * throws rolls the mark back, so the plan stays owed, and a process that dies mid-publish
+   * leaves it owed too (its transaction never commits). Every orchestrator sharing the database
+   * publishes a plan through this, so it is handed out once.
+   */
+  async claimPlan(id: string): Promise<StoredRun | null> {
+    const [row] = await this.db.query(
+      `UPDATE runs SET plan_published_at = clock_timestamp()
+        WHERE id = (SELECT id FROM runs
+                     WHERE id = $1 AND status = 'pending' AND plan_published_at IS NULL
+                     FOR UPDATE SKIP LOCKED)
+        RETURNING ${COLUMNS}`,
+      [id],
+    );
+    return row === undefined ? null : toRun(row);
+  }
+
+  /**
    * Takes campaign `campaignId`'s run lock (a transaction-scoped PostgreSQL advisory lock) until
    * the surrounding transaction ends. Whoever creates a run under it, having first looked at the
    * campaign's open runs, does both as one step against every other process on this database.
@@ -206,5 +247,6 @@ function toRun(row: Row): StoredRun {
     startedAt: epochMsOrNull(row.started_at),
     endedAt: epochMsOrNull(row.ended_at),
     summary: row.summary === null ? null : RunSummarySchema.parse(row.summary),
+    planPublishedAt: epochMsOrNull(row.plan_published_at),
   };
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fathom's checks on a real GPU host, for the device tool (a machine with an NVIDIA GPU, no npm
 # registry, no Node.js). Pack first, here: `node bench/device/pack.js`; then run with `.devrun`
-# carried: `bash bench/device/check.sh [all|gpu|timing] [ROUNDS=3]`. Writes to $OUT:
+# carried: `bash bench/device/check.sh [all|gpu|timing|cpu] [ROUNDS=3]`. Writes to $OUT:
 #   h200-query-gpu-{idle,load}.csv  the collector's own nvidia-smi query, idle and under a bf16 matmul load
 #   h200-q-x-{idle,load}.xml        nvidia-smi -q -x, idle and under load
 #   live-nvidia-smi.txt             the collector's runner scraping that nvidia-smi, under load
 #   timing-accuracy.txt             bench/load-engine/timing-accuracy.ts at 200 streams
+#   cpu-ab.txt                      (cpu only) bench/load-engine/ab.js: client CPU per request, Fathom vs autocannon
 #   log.txt                         everything printed
 set -u
 OUT=${OUT:-/tmp/fathom-device}
@@ -31,7 +32,7 @@ nvidia-smi -L
 FIELDS=$("${TS[@]}" -e "console.log(require('./libs/gpu/src/scrape/nvidia-smi.runner.ts').nvidiaSmiArgs()[0].slice('--query-gpu='.length))")
 echo "fields: $FIELDS"
 
-if [ "$WHAT" != timing ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = gpu ]; then
 echo "== idle"
 nvidia-smi --query-gpu="$FIELDS" --format=csv | tee "$OUT/h200-query-gpu-idle.csv"
 nvidia-smi -q -x > "$OUT/h200-q-x-idle.xml"
@@ -63,8 +64,12 @@ echo "== fathom gpu parse (xml, load)"
 wait $LOAD
 fi
 
-if [ "$WHAT" != gpu ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = timing ]; then
   echo "== timing accuracy, 200 streams, $ROUNDS rounds"
   "${TS[@]}" bench/load-engine/timing-accuracy.ts 200 1.5 "$ROUNDS" "${FATHOM_TIMING_CLIENTS:-bare,fathom,fathom-worker}" | tee "$OUT/timing-accuracy.txt"
+fi
+if [ "$WHAT" = cpu ]; then
+  echo "== client CPU per non-streamed request, Fathom vs autocannon, $ROUNDS rounds"
+  node ${FATHOM_NODE_FLAGS:-} bench/load-engine/ab.js . "$ROUNDS" 5 64 json | tee "$OUT/cpu-ab.txt"
 fi
 echo "== done"

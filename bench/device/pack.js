@@ -23,6 +23,7 @@ const runs = [
   [...reg, 'bench/load-engine/timing-accuracy.ts', '20', '0.3', '1'],
   [...reg, 'bench/device/live-nvidia-smi.ts', '1'],
   [...reg, 'apps/cli/src/main.ts', 'gpu', 'parse', 'libs/gpu/src/__fixtures__/nvidia-smi/h100-query-gpu-full-load.csv'],
+  ['bench/load-engine/ab.js', '.', '1', '0.3', '8', 'json'],
 ];
 for (const args of runs) execFileSync(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
 

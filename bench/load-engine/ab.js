@@ -6,10 +6,11 @@
 // node_modules may be a symlink to this one). Figures, never a test.
 'use strict';
 const { spawn, spawnSync } = require('node:child_process');
-const { join } = require('node:path');
+const { join, resolve } = require('node:path');
 const { cpus, loadavg } = require('node:os');
 
-const [beforeTree, rounds = '3', seconds = '5', concurrency = '64', modes = 'both'] = process.argv.slice(2);
+const [beforeArg, rounds = '3', seconds = '5', concurrency = '64', modes = 'both'] = process.argv.slice(2);
+const beforeTree = beforeArg && resolve(beforeArg);
 if (!beforeTree)
   throw new Error('usage: ab.js BEFORE_TREE [ROUNDS] [SECONDS] [CONCURRENCY] [json|stream|both]');
 const here = __dirname;

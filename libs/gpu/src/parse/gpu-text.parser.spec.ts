@@ -167,7 +167,7 @@ describe(parseGpuText.name, () => {
         .filter((f) => /\.(prom|csv|xml|txt)$/.test(f) && !f.startsWith('dcgm-exporter__etc__'))
         .map((f) => `${dir}/${f}`),
     );
-    expect(files).toHaveLength(7);
+    expect(files).toHaveLength(11);
     for (const file of files) {
       const samples = parseGpuText(readGpuFixture(file));
       expect(samples.length).toBeGreaterThan(0);

@@ -8,10 +8,10 @@ import { request } from 'undici';
 import { CampaignSpecSchema } from '@fathom/contracts';
 import { monotonicMinusPerfNowMs } from '@fathom/sim';
 import type { DriverOutcome } from '../driver/request-outcome';
-import { runShard } from '../engine/run-shard';
 import { runBareStreams } from './bare-stream.reader';
 import { startSimProcess } from './sim-process';
 import type { TimingWorkerData, TimingWorkerResult } from './timing-accuracy.worker';
+import { runTimingShard } from './timing-run.util';
 
 /**
  * Fathom's TTFT and inter-token timings against the simulated target's ground truth (its write
@@ -117,16 +117,7 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
     });
     const received = new Map<string, ReadStream>();
     const run = (durationMs: number, tap?: (id: string, o: DriverOutcome, sentMono: number) => void) =>
-      runShard({
-        spec: { ...spec, load: { ...spec.load, durationMs } },
-        shard: { index: 0, count: 1 },
-        runId: 'sim-accuracy',
-        campaignId: 'c',
-        generatorId: 'g',
-        sink: { record: () => undefined, window: () => undefined },
-        signal: new AbortController().signal,
-        ...(tap ? { tap } : {}),
-      });
+      runTimingShard(spec, durationMs, tap);
     const bare = (durationMs: number) =>
       runBareStreams({
         url: `${sim.url}/v1`,

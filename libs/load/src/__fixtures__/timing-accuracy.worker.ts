@@ -8,7 +8,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CampaignSpec } from '@fathom/contracts';
 import { monotonicMinusPerfNowMs } from '@fathom/sim';
-import { runShard } from '../engine/run-shard';
+import { runTimingShard } from './timing-run.util';
 
 export interface TimingWorkerData {
   spec: CampaignSpec;
@@ -30,28 +30,21 @@ async function main(): Promise<void> {
   const perfToMonotonic = monotonicMinusPerfNowMs();
   const streams: TimingWorkerResult['streams'] = [];
   const run = (ms: number, keep: boolean) =>
-    runShard({
-      spec: { ...spec, load: { ...spec.load, durationMs: ms } },
-      shard: { index: 0, count: 1 },
-      runId: 'sim-accuracy',
-      campaignId: 'c',
-      generatorId: 'g',
-      sink: { record: () => undefined, window: () => undefined },
-      signal: new AbortController().signal,
-      ...(keep
-        ? {
-            tap: (id: string, outcome: { serverRequestId?: string; chunkOffsetsMs: number[] }, sentMono: number) =>
-              void streams.push([
-                id,
-                {
-                  serverRequestId: outcome.serverRequestId,
-                  sentMonotonicMs: sentMono + perfToMonotonic,
-                  chunkOffsetsMs: outcome.chunkOffsetsMs,
-                },
-              ]),
-          }
-        : {}),
-    });
+    runTimingShard(
+      spec,
+      ms,
+      keep
+        ? (id, outcome, sentMono) =>
+            void streams.push([
+              id,
+              {
+                serverRequestId: outcome.serverRequestId,
+                sentMonotonicMs: sentMono + perfToMonotonic,
+                chunkOffsetsMs: outcome.chunkOffsetsMs,
+              },
+            ])
+        : undefined,
+    );
   if (warmupMs > 0) await run(warmupMs, false);
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();

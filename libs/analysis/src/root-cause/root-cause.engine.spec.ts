@@ -241,3 +241,74 @@ describe(diagnose.name, () => {
     expect(sut[0].title).toContain('weather');
   });
 });
+
+describe('retrieval mismatch from rag-mismatch signals', () => {
+  function ragSignal(at: number, seq: string, over: number, pairs: number): DetectorSignal {
+    const mismatched = pairs >= 12 && over / pairs > 0.5 ? 1 : 0;
+    return {
+      id: `run-1/rag-mismatch/${seq}`,
+      campaignId: 'c-1',
+      runId: 'run-1',
+      schemaVersion: 1,
+      emittedAt: at,
+      kind: 'detector',
+      detector: 'rag-mismatch',
+      requestId: null,
+      severity: mismatched ? 'warning' : 'info',
+      message: mismatched ? 'RAG query/document mismatch' : 'retrieved documents match their queries',
+      figures: {
+        pairs,
+        records: pairs / 3,
+        overThreshold: over,
+        overThresholdShare: over / pairs,
+        thresholdKl: 1.17e-3,
+        alarmShare: 0.5,
+        minPairs: 12,
+        mismatched,
+        meanKl: 1.6e-3,
+        p95Kl: 2.1e-3,
+      },
+    } as DetectorSignal;
+  }
+  /** Healthy retrieve calls every 100 ms (latency is not what is wrong) and the signals. */
+  const timeline = (signals: DetectorSignal[]) => {
+    const sut = new RunTimeline();
+    const digests: RecordDigest[] = [];
+    for (let at = T0 + 100; at <= NOW; at += 100) digests.push(digest(at, []));
+    sut.addDigests(digests);
+    for (const s of signals) sut.addDetector(s);
+    return sut;
+  };
+
+  it('names retrieval-mismatch while the latest signal says most pairs are over the threshold', () => {
+    const signals = [ragSignal(T0 + 2_000, 'progress-0', 3, 24), ragSignal(ONSET, 'progress-1', 30, 48), ragSignal(NOW - 100, 'progress-2', 54, 72)];
+
+    const sut = diagnose(timeline(signals), NOW);
+
+    expect(sut.map((c) => c.kind)).toEqual(['retrieval-mismatch']);
+    expect(sut[0].since).toBe(ONSET);
+    expect(sut[0].until).toBe(NOW - 100);
+    expect(sut[0].confidence).toBeCloseTo(0.85, 5);
+    expect(sut[0].evidence[0]).toBe(
+      '54/72 query/document pairs (75.0 %) over KL 1.17e-3 nats (softmaxed embeddings), alarm above 50.0 %',
+    );
+    expect(sut[0].figures).toEqual({
+      pairs: 72,
+      overThreshold: 54,
+      overThresholdShare: 0.75,
+      thresholdKl: 1.17e-3,
+      meanKl: 1.6e-3,
+      p95Kl: 2.1e-3,
+    });
+  });
+
+  it('names nothing when retrieval matches, before a verdict, or from signals still to come', () => {
+    expect(diagnose(timeline([ragSignal(ONSET, 'final', 6, 48)]), NOW)).toEqual([]);
+    expect(diagnose(timeline([ragSignal(ONSET, 'progress-0', 9, 9)]), NOW)).toEqual([]);
+    // A mismatch first, matching again in the latest signal: over.
+    expect(
+      diagnose(timeline([ragSignal(T0 + 3_000, 'progress-0', 20, 24), ragSignal(ONSET, 'progress-1', 20, 60)]), NOW),
+    ).toEqual([]);
+    expect(diagnose(timeline([ragSignal(NOW + 500, 'final', 54, 72)]), NOW)).toEqual([]);
+  });
+});

@@ -1,4 +1,4 @@
-import type { RootCauseCause } from '@fathom/contracts';
+import { RAG_MISMATCH_DETECTOR, type RootCauseCause } from '@fathom/contracts';
 import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
 import {
   gpuCounterIncrease,
@@ -293,6 +293,9 @@ export function diagnose(
   const drift = toolSchemaDrift(timeline, recent, base, nowMs, calls);
   if (drift) causes.push(drift);
 
+  const mismatch = retrievalMismatch(timeline, nowMs);
+  if (mismatch) causes.push(mismatch);
+
   const judged = recent.digests.filter((d) => d.riskSegments !== null);
   const baseJudged = base ? base.digests.filter((d) => d.riskSegments !== null) : [];
   if (judged.length >= 5) {
@@ -499,6 +502,45 @@ function toolSchemaDrift(
     advice: [
       "route callers whose contract broke to the previous compatible tool version (spec: fall back to v1.9 with a timeout 200 ms above the main path's 800 ms) until the contract is fixed",
       "diff the tool's OpenAPI response schema against the last good one, pin the contract in a test and generate boundary cases for the drifted paths",
+    ],
+  };
+}
+
+/**
+ * RAG recall avalanche (spec, anomaly class 2) from the semantic-monitor's `rag-mismatch`
+ * signals: named while the latest one up to `nowMs` says most query/document pairs of the run are
+ * over the KL threshold (`mismatched`). Its tally is run-wide, so the cause spans from the first
+ * mismatched signal to the latest; the further the over-threshold share is past the alarm share,
+ * the higher the confidence.
+ */
+function retrievalMismatch(timeline: RunTimeline, nowMs: number): RootCauseCause | null {
+  const signals = timeline.detectors.filter((s) => s.detector === RAG_MISMATCH_DETECTOR && s.emittedAt <= nowMs);
+  if (signals.length === 0) return null;
+  const latest = signals.reduce((a, b) => (b.emittedAt >= a.emittedAt ? b : a));
+  const f = latest.figures;
+  if (f.mismatched !== 1) return null;
+  const share = f.overThresholdShare ?? 0;
+  const alarm = f.alarmShare ?? 0.5;
+  const first = Math.min(...signals.filter((s) => s.figures.mismatched === 1).map((s) => s.emittedAt));
+  const kl = (v: number | undefined) => (v === undefined ? 'n/a' : v.toExponential(2));
+  return {
+    kind: 'retrieval-mismatch',
+    title: 'retrieved documents do not match their queries (RAG recall avalanche)',
+    confidence: Math.min(1, 0.6 + (share - alarm)),
+    since: first,
+    until: latest.emittedAt,
+    evidence: [
+      `${f.overThreshold ?? 0}/${f.pairs ?? 0} query/document pairs (${pct(share)}) over KL ${kl(f.thresholdKl)} nats (softmaxed embeddings), alarm above ${pct(alarm)}`,
+      `mean KL ${kl(f.meanKl)}, P95 ${kl(f.p95Kl)} nats`,
+    ],
+    figures: Object.fromEntries(
+      ['pairs', 'overThreshold', 'overThresholdShare', 'thresholdKl', 'meanKl', 'p95Kl'].flatMap((k) =>
+        f[k] === undefined ? [] : [[k, f[k]]],
+      ),
+    ),
+    advice: [
+      'check that queries and documents are embedded by the same model version (a re-embedded corpus or a new query encoder drifts them apart)',
+      'rebuild or refresh the index, and test the retrieve layer alone at paragraph granularity to see where recall falls',
     ],
   };
 }

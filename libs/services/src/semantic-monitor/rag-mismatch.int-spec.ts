@@ -1,5 +1,7 @@
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { Topics, type DetectorSignal, type SemanticSignal } from '@fathom/contracts';
+import type { RunReportDocument } from '@fathom/analysis';
+import { RunReportRepository } from '@fathom/storage';
 import { startEmbedded, type EmbeddedFathom } from '../runtime/embedded';
 import { waitForRun } from '../runtime/run-waiter';
 import { SemanticDetectors } from './semantic-monitor.service';
@@ -109,13 +111,16 @@ describe('semantic-monitor: RAG query/document mismatch', () => {
     delete process.env.FATHOM_SEMANTIC_MIN_SAMPLE_RATE;
   });
 
-  async function finalSignal(sim: SimTarget): Promise<{ runId: string; final: DetectorSignal | undefined }> {
+  async function finalSignal(
+    sim: SimTarget,
+    durationMs = 2000,
+  ): Promise<{ runId: string; final: DetectorSignal | undefined }> {
     const { runId } = await sut.campaigns.submit(
       {
         name: 'rag mismatch',
         target: { baseUrl: `${sim.url}/v1` },
         scenario: { type: 'rag', layer: 'retrieve', dataset: { type: 'inline', prompts: queries }, k: 3 },
-        load: { concurrency: 4, durationMs: 2000, profile: { type: 'constant-rate', ratePerSec: 40 } },
+        load: { concurrency: 4, durationMs, profile: { type: 'constant-rate', ratePerSec: 40 } },
         slo: { p99Ms: 60_000 },
         reruns: { maxReruns: 0, cooldownMs: 0 },
       },
@@ -146,7 +151,9 @@ describe('semantic-monitor: RAG query/document mismatch', () => {
     // No alarm at any point of the run.
     expect(ragSignals(matched.runId).every((s) => s.severity === 'info')).toBe(true);
 
-    const planted = await finalSignal(await simWithIndex(natureIndex));
+    // Long enough for a progress signal with a verdict (every 2 s) while the run lasts: the
+    // analyzer names causes live, and the run's final signal may come after its report.
+    const planted = await finalSignal(await simWithIndex(natureIndex), 5000);
     expect(planted.final).toBeDefined();
     const p = planted.final!.figures;
     expect(p.pairs).toBeGreaterThanOrEqual(12);
@@ -156,5 +163,14 @@ describe('semantic-monitor: RAG query/document mismatch', () => {
     expect(p.overThresholdShare).toBeGreaterThan(0.9);
     expect(p.meanKl).toBeGreaterThan(1.5 * m.meanKl);
     expect(p.p95Kl).toBeGreaterThanOrEqual(p.meanKl);
+
+    // The analyzer names the RAG recall avalanche in the planted run's report, not in the other.
+    const causes = async (runId: string) => {
+      const stored = await sut.fathom.app.get(RunReportRepository).latest(runId);
+      return (stored?.document as unknown as RunReportDocument | undefined)?.rootCauses ?? [];
+    };
+    const named = (await causes(planted.runId)).find((c) => c.kind === 'retrieval-mismatch');
+    expect(named?.figures.overThresholdShare).toBeGreaterThan(0.9);
+    expect((await causes(matched.runId)).map((c) => c.kind)).not.toContain('retrieval-mismatch');
   });
 });

@@ -1,8 +1,7 @@
-import { envelope, type DetectorSignal, type RequestRecord } from '@fathom/contracts';
+import { envelope, RAG_MISMATCH_DETECTOR, type DetectorSignal, type RequestRecord } from '@fathom/contracts';
 import { embeddingKlDivergence } from '@fathom/semantic';
 
-/** The `detector` of the RAG query/document mismatch signals (spec, anomaly class 2). */
-export const RAG_MISMATCH_DETECTOR = 'rag-mismatch';
+export { RAG_MISMATCH_DETECTOR };
 
 /**
  * Mismatch threshold on KL(softmax(query) || softmax(document)) in nats, times the embedding's

@@ -62,8 +62,8 @@ function ratio(recent: number | null, base: number | null): number | null {
  *   P99 over budget (or jumped)? -> which hop jumped: first hop (TTFT: queueing and prefill) or
  *   decode (inter-token latency) -> SM heat map -> DRAM bandwidth saturated?
  *   otherwise -> token-stream interruption rate -> stalls / truncations -> DRAM saturated?
- * and the layer-level faults the flow does not cover (reranker busy, tool contract drift, a
- * rise of hallucination risk, server errors). Returns causes ranked by confidence, each with its
+ * and the layer-level faults the flow does not cover (reranker busy, tool contract drift, RAG
+ * query/document mismatch, a rise of hallucination risk, server errors, prompt explosion). Returns causes ranked by confidence, each with its
  * evidence, figures, time range and advice. Pure: the same timeline gives the same causes.
  */
 export function diagnose(

@@ -312,3 +312,63 @@ describe('retrieval mismatch from rag-mismatch signals', () => {
     expect(diagnose(timeline([ragSignal(NOW + 500, 'final', 54, 72)]), NOW)).toEqual([]);
   });
 });
+
+describe('multi-agent workflows that oscillate or deadlock', () => {
+  const agentDigest = (at: number, error: string | null): RecordDigest => ({
+    ...digest(at, [], [
+      {
+        layer: 'agent',
+        path: '/agents/run',
+        ok: error === null,
+        status: 200,
+        ...(error === null ? {} : { error }),
+      },
+    ]),
+    ok: error === null,
+    errorClass: error === null ? null : 'other',
+  });
+  /** One workflow every 100 ms; from ONSET on, `fail(i)` says how the i-th one after it ended. */
+  const timeline = (fail: (i: number) => string | null) => {
+    const sut = new RunTimeline();
+    const digests: RecordDigest[] = [];
+    let i = 0;
+    for (let at = T0 + 100; at <= NOW; at += 100) digests.push(agentDigest(at, at <= ONSET ? null : fail(i++)));
+    sut.addDigests(digests);
+    return sut;
+  };
+
+  it('names agent-oscillation when recent workflows oscillate, with the counts and an example', () => {
+    const sut = diagnose(
+      timeline((i) => (i % 2 === 0 ? 'workflow oscillating after 12 steps' : null)),
+      NOW,
+    );
+    expect(sut.map((c) => c.kind)).toEqual(['agent-oscillation']);
+    // Recent span: the 30 workflows of the last 3 s, 15 of them oscillating.
+    expect(sut[0].figures).toEqual({ workflows: 30, oscillating: 15, deadlocked: 0, share: 0.5 });
+    expect(sut[0].confidence).toBeCloseTo(0.775, 5);
+    expect(sut[0].evidence).toEqual([
+      '15/30 workflows (50.0 %) did not converge: 15 oscillating, 0 deadlocked',
+      'example: workflow oscillating after 12 steps',
+    ]);
+    expect(sut[0].since).toBe(ONSET + 100 - 40);
+    expect(sut[0].advice.join(' ')).toContain('pressure coefficient');
+  });
+
+  it('names agent-deadlock when most stuck workflows end in a wait-for cycle', () => {
+    const sut = diagnose(
+      timeline((i) =>
+        i % 3 === 0 ? 'workflow oscillating after 12 steps' : 'workflow deadlock: wait-for cycle a0 -> a1 -> a0 after 2 steps',
+      ),
+      NOW,
+    );
+    expect(sut.map((c) => c.kind)).toEqual(['agent-deadlock']);
+    expect(sut[0].figures).toMatchObject({ workflows: 30, oscillating: 10, deadlocked: 20, share: 1 });
+    expect(sut[0].evidence[1]).toBe('example: workflow deadlock: wait-for cycle a0 -> a1 -> a0 after 2 steps');
+  });
+
+  it('names nothing for workflows that converge, fail otherwise, or stick too rarely', () => {
+    expect(diagnose(timeline(() => null), NOW)).toEqual([]);
+    expect(diagnose(timeline(() => 'workflow incomplete after 12 steps'), NOW)).toEqual([]);
+    expect(diagnose(timeline((i) => (i % 10 === 0 ? 'workflow oscillating after 12 steps' : null)), NOW)).toEqual([]);
+  });
+});

@@ -63,7 +63,8 @@ function ratio(recent: number | null, base: number | null): number | null {
  *   decode (inter-token latency) -> SM heat map -> DRAM bandwidth saturated?
  *   otherwise -> token-stream interruption rate -> stalls / truncations -> DRAM saturated?
  * and the layer-level faults the flow does not cover (reranker busy, tool contract drift, RAG
- * query/document mismatch, a rise of hallucination risk, server errors, prompt explosion). Returns causes ranked by confidence, each with its
+ * query/document mismatch, agents that oscillate or deadlock, a rise of hallucination risk, server
+ * errors, prompt explosion). Returns causes ranked by confidence, each with its
  * evidence, figures, time range and advice. Pure: the same timeline gives the same causes.
  */
 export function diagnose(
@@ -287,6 +288,39 @@ export function diagnose(
         "lower the callers' rerank concurrency below the cap (spec: semaphore of 32) or queue instead of failing fast",
         'add reranker replicas, or rerank fewer candidates per query (smaller top_n input)',
       ],
+    });
+  }
+
+  // Multi-agent workflows (spec, anomaly class 5): oscillating intent graphs or wait-for cycles.
+  const agent = calls.filter((c) => c.layer === 'agent');
+  const stuck = agent.filter((c) => !c.ok && /^workflow (oscillating|deadlock)\b/.test(c.error ?? ''));
+  if (agent.length >= 5 && stuck.length / agent.length >= 0.2) {
+    const share = stuck.length / agent.length;
+    const deadlocks = stuck.filter((c) => c.error!.startsWith('workflow deadlock'));
+    const oscillating = stuck.length - deadlocks.length;
+    const deadlocked = deadlocks.length > oscillating;
+    causes.push({
+      kind: deadlocked ? 'agent-deadlock' : 'agent-oscillation',
+      title: deadlocked
+        ? 'agents deadlock: workflows end in a wait-for cycle over shared resources'
+        : "agents oscillate: workflows' intent graphs keep changing instead of converging",
+      confidence: Math.min(1, 0.55 + 0.45 * share),
+      since: Math.min(...stuck.map((c) => c.startedAt)),
+      until: Math.max(...stuck.map((c) => c.at)),
+      evidence: [
+        `${stuck.length}/${agent.length} workflows (${pct(share)}) did not converge: ${oscillating} oscillating, ${deadlocks.length} deadlocked`,
+        `example: ${(deadlocked ? deadlocks[0] : stuck.find((c) => !c.error!.startsWith('workflow deadlock'))!).error}`,
+      ],
+      figures: { workflows: agent.length, oscillating, deadlocked: deadlocks.length, share },
+      advice: deadlocked
+        ? [
+            'acquire shared resources in one global order, or with timeouts, so no wait-for cycle can form',
+            'fewer agents competing for the same resource per workflow',
+          ]
+        : [
+            'prune low-confidence branches with a pressure coefficient (spec: lambda 0.05 prunes ~47 % and relieves in ~320 ms)',
+            'cap the steps per workflow and fall back to one agent when the intent change does not shrink',
+          ],
     });
   }
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { Database, Row } from '@fathom/storage';
+import type { Queryable, Row } from '@fathom/storage';
 import { DATABASE } from '../storage/storage.module';
 import type { AlertRuleInput } from './alertmanager-payload';
 
@@ -9,10 +9,14 @@ export interface StoredAlertRule extends AlertRuleInput {
   createdAt: number;
 }
 
-/** Alert label rules and the firing alerts they turned into runs (tables of migration 2). */
+/**
+ * Alert label rules and the firing alerts they turned into runs (tables of migration 2). Built
+ * over a transaction's `tx` (`new AlertRepository(tx)`), its statements take part in that
+ * transaction: how a link or a count of holders shares the campaign's run lock.
+ */
 @Injectable()
 export class AlertRepository {
-  constructor(@Inject(DATABASE) private readonly db: Database) {}
+  constructor(@Inject(DATABASE) private readonly db: Queryable) {}
 
   async createRule(rule: AlertRuleInput): Promise<StoredAlertRule> {
     const [row] = await this.db.query(

@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { RunRepository } from '@fathom/storage';
 import { AlertRepository, type StoredAlertRule } from './alert.repository';
 import { labelsMatch, type AlertmanagerPayload } from './alertmanager-payload';
 import { CampaignService, type StartedRun } from './campaign.service';
@@ -34,7 +33,11 @@ export interface AlertOutcome {
  * concurrent notifications, in one orchestrator or several, start one run between them.
  * A resolved alert aborts a run only when an alert started it and no alert holding it (the one
  * that started it, or one coalesced into it) is still firing; a run started otherwise (API,
- * schedule, rerun) is never aborted by an alert.
+ * schedule, rerun) is never aborted by an alert. The link of an alert to the run it started or
+ * joined is written in the same locked step as the check, and the count of a run's firing
+ * holders and its abort are one step under the same lock, so an alert that fires while the
+ * last holder resolves either holds the run before the count (the run stays) or finds it
+ * aborted (and starts a new one): it never joins a run that is ending.
  */
 @Injectable()
 export class AlertService {
@@ -43,7 +46,6 @@ export class AlertService {
   constructor(
     private readonly alerts: AlertRepository,
     private readonly campaigns: CampaignService,
-    private readonly runs: RunRepository,
   ) {}
 
   async handle(payload: AlertmanagerPayload): Promise<AlertOutcome> {
@@ -91,8 +93,22 @@ export class AlertService {
     name: string,
   ): Promise<{ started?: StartedRun; coalesced?: StartedRun } | null> {
     const reason = `alert ${name} firing (fingerprint ${key.fingerprint}, rule ${rule.name})`;
+    // The claim's status when it was linked: a resolved notification may have overtaken this one.
+    const claim: { status: 'firing' | 'resolved' } = { status: 'firing' };
     try {
-      const admitted = await this.campaigns.startStoredUnlessOpen(rule.campaignId, 'alert', reason);
+      // The link to the run started or joined is written under the campaign's run lock, with the
+      // open-run check: a release (which counts holders under that lock) sees it, or ended the
+      // run before the check, which then starts a new one instead of joining an ended run.
+      const admitted = await this.campaigns.startStoredUnlessOpen(
+        rule.campaignId,
+        'alert',
+        reason,
+        async (tx, run, how) => {
+          claim.status = await new AlertRepository(tx).linkRun(key, run.id, {
+            coalesced: how === 'coalesced',
+          });
+        },
+      );
       if (!admitted) {
         this.logger.warn(`rule ${rule.name}: campaign ${rule.campaignId} does not exist`);
         await this.alerts.releaseClaim(key);
@@ -100,14 +116,12 @@ export class AlertService {
       }
       if (admitted.refused) {
         const open = admitted.refused;
-        await this.alerts.linkRun(key, open.id, { coalesced: true });
+        // A claim resolved before it joined needs no release: it never counted as a holder, and
+        // the release of whoever resolves last counts the holders under the lock.
         this.logger.log(`${reason}: coalesced into open run ${open.id} (${open.trigger})`);
         return { coalesced: { runId: open.id, campaignId: open.campaignId } };
       }
-      // A resolved notification may have overtaken this one while the run was being created.
-      if ((await this.alerts.linkRun(key, admitted.started.runId)) === 'resolved') {
-        await this.release(admitted.started.runId, name);
-      }
+      if (claim.status === 'resolved') await this.release(admitted.started.runId, name);
       return { started: admitted.started };
     } catch (error) {
       await this.alerts.releaseClaim(key);
@@ -115,12 +129,16 @@ export class AlertService {
     }
   }
 
-  /** Aborts an alert-started run once no alert holding it is firing; true when it aborted it. */
-  private async release(runId: string, name: string): Promise<boolean> {
-    const run = await this.runs.get(runId);
-    if (run?.trigger !== 'alert') return false;
-    if ((await this.alerts.firingHolders(runId)) > 0) return false;
-    return this.campaigns.abort(runId, `alert ${name} resolved`);
+  /**
+   * Aborts an alert-started run once no alert holding it is firing; true when it aborted it.
+   * The count and the abort are one step under the campaign's run lock (see `start`).
+   */
+  private release(runId: string, name: string): Promise<boolean> {
+    return this.campaigns.abort(
+      runId,
+      `alert ${name} resolved`,
+      async (tx, run) => run.trigger !== 'alert' || (await new AlertRepository(tx).firingHolders(runId)) > 0,
+    );
   }
 }
 

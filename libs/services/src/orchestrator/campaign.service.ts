@@ -27,7 +27,7 @@ export interface StartedRun {
 /** A run started, or the reason `refuse` gave for not starting it (nothing was created). */
 export type Admission<R> = { started: StartedRun; refused?: undefined } | { started?: undefined; refused: R };
 
-/** Thrown inside the admission transaction to roll the new run back. */
+/** The reason `refuse` gave, as the admission transaction returns it (its candidate rolled back). */
 class Refused<R> {
   constructor(readonly why: R) {}
 }
@@ -88,61 +88,74 @@ export class CampaignService {
    * Starts a run of a stored campaign unless the campaign has a run open (pending or running):
    * then nothing is created and that run is returned as `refused`. Checked and created under the
    * campaign's run lock, so concurrent callers, in this process or another, start one run
-   * between them. null when there is no such campaign.
+   * between them. `hold`, when given, runs on that same transaction before it commits, with the
+   * run started (`started`) or the open run found (`coalesced`): whatever it records about the
+   * run (an alert joining it) is one step with the check, so an abort that counts the run's
+   * holders under the same lock (`abort`'s `keep`) sees it, or ran before the check and the
+   * check saw the run ended. null when there is no such campaign.
    */
   async startStoredUnlessOpen(
     campaignId: string,
     trigger: RunTrigger,
     reason: string | null,
+    hold?: (tx: Queryable, run: StoredRun, how: 'started' | 'coalesced') => Promise<void>,
   ): Promise<Admission<StoredRun> | null> {
     const campaign = await this.campaigns.get(campaignId);
     if (!campaign) return null;
     return this.startUnless(
       { campaignId, trigger, parentRunId: null, reason },
       campaign.spec,
-      async (tx, run) =>
-        (await createRepositories(tx).runs.list({ campaignId, status: ['pending', 'running'] })).find(
-          (open) => open.id !== run.id,
-        ) ?? null,
+      async (tx, run) => {
+        const open =
+          (await createRepositories(tx).runs.list({ campaignId, status: ['pending', 'running'] })).find(
+            (other) => other.id !== run.id,
+          ) ?? null;
+        if (open === null) await hold?.(tx, run, 'started');
+        return open;
+      },
+      hold && ((tx, open) => hold(tx, open, 'coalesced')),
     );
   }
 
   /**
    * Creates the run in one transaction that holds the campaign's run lock (see
    * `RunRepository.lockCampaign`; every run this service creates takes it), then asks `refuse`,
-   * on that transaction, whether the run may go: a reason rolls the run back and is returned;
-   * null commits it and its plan goes to the load-generators (or stays owed: see the class).
-   * So a check of the campaign's other runs, or a claim of a stored decision, and the new run
-   * are one step for every orchestrator sharing the database.
+   * on that transaction, whether the run may go: null commits it and its plan goes to the
+   * load-generators (or stays owed: see the class); a reason rolls the run back (and whatever
+   * `refuse` wrote), then `onRefused`, when given, runs with it on the same transaction, still
+   * under the lock, and what it writes commits. So a check of the campaign's other runs, or a
+   * claim of a stored decision, and the new run (or what the refusal records) are one step for
+   * every orchestrator sharing the database.
    */
   async startUnless<R>(
     run: NewRun,
     spec: CampaignSpec,
     refuse: (tx: Queryable, run: StoredRun) => Promise<R | null>,
+    onRefused?: (tx: Queryable, why: R) => Promise<void>,
   ): Promise<Admission<R>> {
-    const created = await this.createUnderLock(run, refuse);
+    const created = await this.createUnderLock(run, refuse, onRefused);
     if (created instanceof Refused) return { refused: created.why };
     await this.handOutPlan(created, spec);
     return { started: { campaignId: created.campaignId, runId: created.id } };
   }
 
-  private async createUnderLock<R>(
+  private createUnderLock<R>(
     run: NewRun,
     refuse: (tx: Queryable, run: StoredRun) => Promise<R | null>,
+    onRefused?: (tx: Queryable, why: R) => Promise<void>,
   ): Promise<StoredRun | Refused<R>> {
-    try {
-      return await this.database.transaction(async (tx) => {
-        const runs = createRepositories(tx).runs;
-        await runs.lockCampaign(run.campaignId);
-        const candidate = await runs.create(run);
-        const why = await refuse(tx, candidate);
-        if (why !== null) throw new Refused(why);
-        return candidate;
-      });
-    } catch (error) {
-      if (error instanceof Refused) return error as Refused<R>;
-      throw error;
-    }
+    return this.database.transaction(async (tx) => {
+      const runs = createRepositories(tx).runs;
+      await runs.lockCampaign(run.campaignId);
+      // The candidate goes back to here on a refusal; the lock (taken before) stays held.
+      await tx.query('SAVEPOINT candidate_run');
+      const candidate = await runs.create(run);
+      const why = await refuse(tx, candidate);
+      if (why === null) return candidate;
+      await tx.query('ROLLBACK TO SAVEPOINT candidate_run');
+      await onRefused?.(tx, why);
+      return new Refused(why);
+    });
   }
 
   /**
@@ -218,15 +231,32 @@ export class CampaignService {
    * Stops a run's load: every load-generator gets the abort (broadcast) and stops starting
    * requests and cancels those in flight (see `runShard`'s signal). The abort is published
    * before the state is stored, so the load stops as soon as the bus delivers it.
+   *
+   * Both happen on one transaction holding the campaign's run lock, with the run read again
+   * there: `keep`, when given, is asked on that transaction whether the run must stay (true:
+   * nothing is aborted), so its decision (no alert holds the run any more) and the abort are one
+   * step against admissions to the campaign (`startStoredUnlessOpen`'s `hold`), in every
+   * orchestrator sharing the database. False when the run was not aborted.
    */
-  async abort(runId: string, reason: string): Promise<boolean> {
-    const run = await this.runs.get(runId);
-    if (!run || (run.status !== 'pending' && run.status !== 'running')) return false;
-    await this.bus.publish(Topics.runControl, {
-      ...envelope(run.campaignId, runId),
-      kind: 'abort',
-      reason,
+  async abort(
+    runId: string,
+    reason: string,
+    keep?: (tx: Queryable, run: StoredRun) => Promise<boolean>,
+  ): Promise<boolean> {
+    const found = await this.runs.get(runId);
+    if (!found) return false;
+    return this.database.transaction(async (tx) => {
+      const runs = createRepositories(tx).runs;
+      await runs.lockCampaign(found.campaignId);
+      const run = await runs.get(runId);
+      if (!run || (run.status !== 'pending' && run.status !== 'running')) return false;
+      if (keep && (await keep(tx, run))) return false;
+      await this.bus.publish(Topics.runControl, {
+        ...envelope(run.campaignId, runId),
+        kind: 'abort',
+        reason,
+      });
+      return runs.transition(runId, 'aborted', { reason });
     });
-    return this.runs.transition(runId, 'aborted', { reason });
   }
 }

@@ -1,7 +1,7 @@
 // Fathom's TTFT / inter-token timing error against the simulated target's per-token write times
 // (see libs/load/src/__fixtures__/timing-accuracy.ts for the definitions), beside a bare reader
 // that only stamps socket reads (the machine's floor), alternating. Figures only.
-//   node -r ./bench/ts-register.js bench/load-engine/timing-accuracy.ts [CONCURRENCY=200] [SECONDS=1.5] [ROUNDS=3] [CLIENTS=bare,fathom,fathom-worker]
+//   node -r ./bench/ts-register.js bench/load-engine/timing-accuracy.ts [CONCURRENCY=200] [SECONDS=1.5] [ROUNDS=3] [CLIENTS=bare,fathom,fathom-worker[:THREADS]]
 // fathom: the engine on the bench's main thread; fathom-worker: on a worker thread of its own, as
 // the load-generator runs it by default.
 import { cpus, loadavg } from 'node:os';
@@ -11,7 +11,11 @@ async function main(): Promise<void> {
   const concurrency = Number(process.argv[2] ?? 200);
   const durationMs = Number(process.argv[3] ?? 1.5) * 1000;
   const rounds = Number(process.argv[4] ?? 3);
-  const clients = (process.argv[5] ?? 'bare,fathom,fathom-worker').split(',') as ('bare' | 'fathom' | 'fathom-worker')[];
+  // `fathom-worker:N`: N engine threads, each with a shard of the streams (load.shards).
+  const clients = (process.argv[5] ?? 'bare,fathom,fathom-worker').split(',').map((name) => {
+    const [client, threads] = name.split(':') as ['bare' | 'fathom' | 'fathom-worker', string | undefined];
+    return { name, client, threads: Number(threads ?? 1) };
+  });
   console.log(
     `${cpus().length} x ${cpus()[0]?.model}, Node ${process.version}, load ${loadavg()
       .map((l) => l.toFixed(2))
@@ -22,16 +26,17 @@ async function main(): Promise<void> {
   // Each round: the bare reader (the machine's floor: it only stamps socket reads) and Fathom
   // (inline, then on its worker thread), in turn, against a fresh simulator each.
   for (let round = 1; round <= rounds; round++) {
-    for (const client of clients) {
+    for (const { name, client, threads } of clients) {
       const f = await measureTimingAccuracy({
         concurrency,
         durationMs,
         maxTokens: 24,
         warmupMs: 300,
         client,
+        threads,
       });
       console.log(
-        `round ${round} ${client}: ${f.streams} streams, ${f.gaps} gaps, errors ${f.counts.errors}, mismatched ${f.mismatched}\n` +
+        `round ${round} ${name}: ${f.streams} streams, ${f.gaps} gaps, errors ${f.counts.errors}, mismatched ${f.mismatched}\n` +
           `  TTFT error ms  ${q(f.ttftErrorMs)}\n  ITL error ms   ${q(f.itlErrorMs)}\n` +
           `  send->target arrival ms ${q(f.sendToTargetArrivalMs)}\n` +
           `  client loop delay ms p99 ${f.clientLoopDelayMs.p99.toFixed(2)} max ${f.clientLoopDelayMs.max.toFixed(2)}\n` +

@@ -71,6 +71,12 @@ export interface TimingAccuracyOptions {
    * reads (bare-stream.reader.ts), measured the same way.
    */
   client?: 'fathom' | 'fathom-worker' | 'bare';
+  /**
+   * `fathom-worker` only: engine threads, each running one shard of the streams (a campaign's
+   * `load.shards`), pinned to cores 0..threads-1 when the machine has a core to spare for the
+   * target; 1 by default. Fewer sockets per thread: fewer reads queued behind one another.
+   */
+  threads?: number;
 }
 
 /** One stream, whoever read it: what the comparison with the ground truth needs. */
@@ -142,10 +148,33 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
     let engineThread: Pick<TimingWorkerResult, 'loopDelayMs' | 'runQueueWaitMs' | 'cpuMs'> | null = null;
     if (client === 'fathom-worker') {
       // The worker is made after pinClient(), so its thread shares the client's core.
-      const result = await runOnWorker({ spec, warmupMs: options.warmupMs ?? 0, durationMs: options.durationMs });
-      for (const [id, stream] of result.streams) received.set(id, stream);
-      counts = result.counts;
-      engineThread = result;
+      const threads = Math.max(1, options.threads ?? 1);
+      const spare = availableParallelism() - 1;
+      const results = await Promise.all(
+        Array.from({ length: threads }, (_, index) =>
+          runOnWorker({
+            spec,
+            warmupMs: options.warmupMs ?? 0,
+            durationMs: options.durationMs,
+            shard: { index, count: threads },
+            ...(pin && threads > 1 && spare >= threads ? { cpu: index } : {}),
+          }),
+        ),
+      );
+      for (const result of results) for (const [id, stream] of result.streams) received.set(id, stream);
+      counts = {
+        sent: results.reduce((n, r) => n + r.counts.sent, 0),
+        errors: results.reduce((n, r) => n + r.counts.errors, 0),
+      };
+      engineThread = {
+        loopDelayMs: {
+          p99: Math.max(...results.map((r) => r.loopDelayMs.p99)),
+          max: Math.max(...results.map((r) => r.loopDelayMs.max)),
+        },
+        runQueueWaitMs: results.reduce((n, r) => n + r.runQueueWaitMs, 0),
+        // Each thread read the process's CPU over about the same interval.
+        cpuMs: Math.max(...results.map((r) => r.cpuMs)),
+      };
     } else if (client === 'bare') {
       const streams = await bare(options.durationMs);
       for (const [id, stream] of streams)

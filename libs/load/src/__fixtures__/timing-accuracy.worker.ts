@@ -3,7 +3,8 @@
 // process's own heap and work stay off the engine's thread. Everything it measured is posted
 // once, after the run, already on CLOCK_MONOTONIC (this thread's performance.now() has its own
 // origin).
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CampaignSpec } from '@fathom/contracts';
@@ -14,11 +15,18 @@ export interface TimingWorkerData {
   spec: CampaignSpec;
   warmupMs: number;
   durationMs: number;
+  /** This thread's shard of the streams (the campaign's concurrency is split across shards). */
+  shard: { index: number; count: number };
+  /** Core this thread pins itself to (taskset on its own thread id); none: the creator's affinity. */
+  cpu?: number;
 }
 
 export interface TimingWorkerResult {
   counts: { sent: number; errors: number };
-  streams: [string, { serverRequestId: string | undefined; sentMonotonicMs: number; chunkOffsetsMs: number[] }][];
+  streams: [
+    string,
+    { serverRequestId: string | undefined; sentMonotonicMs: number; chunkOffsetsMs: number[] },
+  ][];
   loopDelayMs: { p99: number; max: number };
   runQueueWaitMs: number;
   /** Process CPU (user + system) during the measured run: this thread's, the idle main thread's, GC helpers'. */
@@ -26,7 +34,8 @@ export interface TimingWorkerResult {
 }
 
 async function main(): Promise<void> {
-  const { spec, warmupMs, durationMs } = workerData as TimingWorkerData;
+  const { spec, warmupMs, durationMs, shard, cpu: core } = workerData as TimingWorkerData;
+  if (core !== undefined) pinThisThread(core);
   const perfToMonotonic = monotonicMinusPerfNowMs();
   const streams: TimingWorkerResult['streams'] = [];
   const run = (ms: number, keep: boolean) =>
@@ -44,6 +53,7 @@ async function main(): Promise<void> {
               },
             ])
         : undefined,
+      shard,
     );
   if (warmupMs > 0) await run(warmupMs, false);
   const loop = monitorEventLoopDelay({ resolution: 1 });
@@ -61,6 +71,12 @@ async function main(): Promise<void> {
     cpuMs: (cpu.user + cpu.system) / 1000,
   };
   parentPort!.postMessage(result);
+}
+
+/** Pins this thread (not the process) to `cpu`: its Linux thread id is the tail of /proc/thread-self. */
+function pinThisThread(cpu: number): void {
+  const tid = readlinkSync('/proc/thread-self').split('/').pop()!;
+  execFileSync('taskset', ['-c', '-p', String(cpu), tid], { stdio: 'ignore' });
 }
 
 function threadRunQueueWaitMs(): number {

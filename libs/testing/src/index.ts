@@ -1,3 +1,4 @@
 export * from './broker/kafka-broker.harness';
 export * from './broker/test-kafka.config';
 export * from './wait-for.util';
+export * from './postgres-test.util';

@@ -1,16 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { createBus, type Bus } from '@fathom/bus';
 import { CampaignRepository, openDatabase, type Database } from '@fathom/storage';
 import { CampaignSpecSchema } from '@fathom/contracts';
-import { waitFor } from '@fathom/testing';
+import { dropTestSchemas, saveEnv, TEST_DATABASE_URL, waitFor } from '@fathom/testing';
 import { createFathomApp, type FathomApp } from '../runtime/fathom-app';
 import { AlertRepository } from './alert.repository';
 
 /** The real server the integration tests run against (trust auth). */
-const TEST_DATABASE_URL = process.env.FATHOM_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SECRET = 'alert-coalesce-race-secret';
 const ENV_KEYS = [
   'FATHOM_ALERT_WEBHOOK_SECRET',
@@ -51,7 +49,7 @@ function gate(): { reached: boolean; open: () => void; wait: () => Promise<void>
 describe('alert coalescing against a concurrent resolution, two orchestrators on PostgreSQL', () => {
   jest.setTimeout(60_000);
   const schema = `fathom_coalesce_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-  const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+  const restoreEnv = saveEnv(ENV_KEYS);
   const databases: Database[] = [];
   let bus: Bus;
   let first: FathomApp;
@@ -95,17 +93,8 @@ describe('alert coalescing against a concurrent resolution, two orchestrators on
     await second?.close();
     await bus?.close();
     for (const database of databases) await database.close();
-    const client = new Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    } finally {
-      await client.end();
-    }
-    for (const k of ENV_KEYS) {
-      if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
-    }
+    await dropTestSchemas(schema);
+    restoreEnv();
   });
 
   /** A stored campaign (no run yet) and a rule mapping alerts named `alertname` to it. */

@@ -2,18 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { createBus, InMemoryBus, type Bus } from '@fathom/bus';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { CampaignRepository, RunRepository, openDatabase, type Database } from '@fathom/storage';
 import { CampaignSpecSchema, Topics, type CampaignSpecInput, type RunShardCommand } from '@fathom/contracts';
-import { waitFor } from '@fathom/testing';
+import { dropTestSchemas, saveEnv, TEST_DATABASE_URL, waitFor } from '@fathom/testing';
 import { startEmbedded, type EmbeddedFathom } from '../runtime/embedded';
 import { createFathomApp, type FathomApp } from '../runtime/fathom-app';
 import { waitForRun } from '../runtime/run-waiter';
 
 /** The real server the integration tests run against (trust auth). */
-const TEST_DATABASE_URL = process.env.FATHOM_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ENV_KEYS = [
   'FATHOM_ANALYZER_SETTLE_MS',
   'FATHOM_RECONCILE_INTERVAL_MS',
@@ -81,7 +79,7 @@ async function post(base: string, path: string, body: unknown): Promise<Record<s
  */
 describe('run plans owed to the load-generators', () => {
   jest.setTimeout(60_000);
-  const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+  const restoreEnv = saveEnv(ENV_KEYS);
   let sim: SimTarget;
 
   beforeAll(async () => {
@@ -94,10 +92,7 @@ describe('run plans owed to the load-generators', () => {
 
   afterAll(async () => {
     await sim?.close();
-    for (const k of ENV_KEYS) {
-      if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
-    }
+    restoreEnv();
   });
 
   const campaignInput = (name: string, durationMs: number, shards = 1): CampaignSpecInput => ({
@@ -214,13 +209,7 @@ describe('run plans owed to the load-generators', () => {
       for (const app of apps) await app.close();
       await bus?.close();
       for (const database of databases) await database.close();
-      const client = new Client({ connectionString: TEST_DATABASE_URL });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      } finally {
-        await client.end();
-      }
+      await dropTestSchemas(schema);
     });
 
     it('publish a plan owed from before their start once between them', async () => {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
 import { createBus, type Bus } from '@fathom/bus';
 import {
   CampaignRepository,
@@ -15,11 +14,10 @@ import {
   type CampaignSpecInput,
   type RunSummary,
 } from '@fathom/contracts';
-import { waitFor } from '@fathom/testing';
+import { dropTestSchemas, saveEnv, TEST_DATABASE_URL, waitFor } from '@fathom/testing';
 import { createFathomApp, type FathomApp } from '../runtime/fathom-app';
 
 /** The real server the integration tests run against (trust auth). */
-const TEST_DATABASE_URL = process.env.FATHOM_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ENV_KEYS = ['FATHOM_RERUN_BACKOFF_MS', 'FATHOM_RECONCILE_INTERVAL_MS'] as const;
 
 /**
@@ -32,7 +30,7 @@ const ENV_KEYS = ['FATHOM_RERUN_BACKOFF_MS', 'FATHOM_RECONCILE_INTERVAL_MS'] as 
 describe('reruns across orchestrator restarts', () => {
   jest.setTimeout(60_000);
   const schema = `fathom_reruns_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-  const saved = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
+  const restoreEnv = saveEnv(ENV_KEYS);
   const databases: Database[] = [];
   const apps: FathomApp[] = [];
   let bus: Bus;
@@ -63,17 +61,8 @@ describe('reruns across orchestrator restarts', () => {
     for (const app of apps) await app.close();
     await bus?.close();
     for (const database of databases) await database.close();
-    const client = new Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    } finally {
-      await client.end();
-    }
-    for (const k of ENV_KEYS) {
-      if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
-    }
+    await dropTestSchemas(schema);
+    restoreEnv();
   });
 
   const newCampaign = (cooldownMs: number) => {

@@ -151,8 +151,8 @@ describe('semantic-monitor: RAG query/document mismatch', () => {
     // No alarm at any point of the run.
     expect(ragSignals(matched.runId).every((s) => s.severity === 'info')).toBe(true);
 
-    // Long enough for a progress signal with a verdict (every 2 s) while the run lasts: the
-    // analyzer names causes live, and the run's final signal may come after its report.
+    // Long enough for the monitor's first verdict (sent at once) and the analyzer's live
+    // evaluations after it: the run's final signal may come after its report.
     const planted = await finalSignal(await simWithIndex(natureIndex), 5000);
     expect(planted.final).toBeDefined();
     const p = planted.final!.figures;

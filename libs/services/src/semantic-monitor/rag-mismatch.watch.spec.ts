@@ -173,7 +173,7 @@ describe(RagMismatchWatch.name, () => {
     return { retrievals: plan.retrievals, vectors: out };
   }
 
-  it('publishes progress at most every 2 s and a final warning when documents do not match', async () => {
+  it('publishes progress at most every 2 s, a new verdict at once, and a final warning when documents do not match', async () => {
     const { sut, published, advance } = setup();
     const v = vectors(5);
     for (let i = 0; i < 4; i++) {
@@ -186,6 +186,8 @@ describe(RagMismatchWatch.name, () => {
       'run/rag-mismatch/progress-1',
     ]);
     expect(published[0].severity).toBe('info'); // 6 pairs: no verdict yet
+    // The second batch (12 pairs, 0.7 s in) brings the first verdict: out at once, not at 2 s.
+    expect(published[1]).toMatchObject({ severity: 'warning', figures: { pairs: 12, mismatched: 1 } });
     await sut.finish(true, Promise.resolve());
     const final = published[published.length - 1];
     expect(final).toMatchObject({

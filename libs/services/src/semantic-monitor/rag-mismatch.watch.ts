@@ -171,8 +171,9 @@ export interface RagMismatchDeps {
  * One run's RAG query/document mismatch (spec, anomaly class 2): for each sampled retrieve or
  * rerank record, KL(softmax(query) || softmax(document)) against each of its top documents, on
  * the monitor's embedding sample. Made on the first embedded RAG record, so runs without one
- * publish nothing. A `rag-mismatch` signal goes out at most every 2 s while the run lasts and once
- * at the end; `warning` when the run's pairs are mostly over the threshold.
+ * publish nothing. A `rag-mismatch` signal goes out at most every 2 s while the run lasts, at
+ * once when the verdict changes, and once at the end; `warning` when the run's pairs are mostly
+ * over the threshold.
  */
 export class RagMismatchWatch {
   private tally: RagMismatchTally | null = null;
@@ -197,10 +198,12 @@ export class RagMismatchWatch {
   ): Promise<void> {
     if (this.finished || retrievals.length === 0) return;
     const tally = (this.tally ??= new RagMismatchTally(ragMismatchKlThreshold(dimensions)));
+    const before = tally.verdict();
     for (const { at, documents } of retrievals)
       tally.add(vectors[at], vectors.slice(at + 1, at + 1 + documents));
     const now = this.now();
-    if (now - this.lastProgressAt < PROGRESS_EVERY_MS) return;
+    // A new verdict goes out at once (a short run would otherwise see it only after its report).
+    if (tally.verdict() === before && now - this.lastProgressAt < PROGRESS_EVERY_MS) return;
     this.lastProgressAt = now;
     await this.publish(`progress-${this.progressSeq++}`, false);
   }

@@ -16,6 +16,7 @@ import { cpus, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Topics, type RequestRecord } from '@fathom/contracts';
 import { startSimProcess } from '../../libs/load/src/__fixtures__/sim-process';
+import { quantile, quantiles, type Quantiles } from '../../libs/load/src/__fixtures__/timing-accuracy';
 import { startEmbedded } from '../../libs/services/src/runtime/embedded';
 import { waitForRun } from '../../libs/services/src/runtime/run-waiter';
 
@@ -23,27 +24,6 @@ interface GroundTruth {
   fathomRequestId: string | null;
   arrivalEpochMs: number;
   tokenEmitEpochMs: number[];
-}
-
-interface Quantiles {
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-}
-
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1))] ?? NaN;
-}
-
-function quantiles(values: number[]): Quantiles {
-  const sorted = [...values].sort((a, b) => a - b);
-  return {
-    p50: quantile(sorted, 0.5),
-    p90: quantile(sorted, 0.9),
-    p99: quantile(sorted, 0.99),
-    max: sorted[sorted.length - 1] ?? NaN,
-  };
 }
 
 /** Every ground-truth record the target holds, by the client's request id (ids are sequential). */

@@ -299,9 +299,8 @@ function runQueueWaitMs(): number {
   }
 }
 
-/** performance.now() + this = CLOCK_MONOTONIC ms, the clock every process on the host shares. */
-
-function quantiles(values: number[]): Quantiles {
+/** p50/p90/p99/max of `values` (nearest rank). */
+export function quantiles(values: number[]): Quantiles {
   const sorted = [...values].sort((a, b) => a - b);
   return {
     p50: quantile(sorted, 0.5),
@@ -311,6 +310,7 @@ function quantiles(values: number[]): Quantiles {
   };
 }
 
-function quantile(sorted: number[], q: number): number {
+/** Nearest-rank quantile `q` of ascending `sorted`; NaN when empty. */
+export function quantile(sorted: number[], q: number): number {
   return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1))] ?? NaN;
 }

@@ -51,10 +51,13 @@ describe('five services over Kafka and PostgreSQL', () => {
       FATHOM_GPU_SCRAPE_MS: '500',
     };
     // The database is migrated by whichever of orchestrator and analyzer opens it first.
-    const started = await Promise.all(
+    // Every service that did start is kept for afterAll to stop, also when another one failed.
+    const started = await Promise.allSettled(
       SERVICES.map((name) => startServiceProcess(name, { ...env, KAFKA_CLIENT_ID: name })),
     );
-    for (const s of started) services.set(s.name, s);
+    for (const s of started) if (s.status === 'fulfilled') services.set(s.value.name, s.value);
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
     api = services.get('orchestrator')!.url;
   });
 

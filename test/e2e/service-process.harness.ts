@@ -29,10 +29,11 @@ export async function startServiceProcess(
   let log = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${name} did not start in ${timeoutMs} ms:\n${log}`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => {
+      // A service that never came up is not left running (nothing else holds its handle).
+      child.kill('SIGKILL');
+      reject(new Error(`${name} did not start in ${timeoutMs} ms:\n${log}`));
+    }, timeoutMs);
     const onData = (chunk: Buffer) => {
       log += chunk.toString('utf8');
       const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(log);

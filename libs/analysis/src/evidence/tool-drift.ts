@@ -1,11 +1,7 @@
+import { Detectors } from '@fathom/contracts';
 import type { DetectorSignal } from '@fathom/contracts';
 import { normalizeToolVersion } from '@fathom/semantic';
 import type { RecordDigest } from './record-digest';
-
-/** Detector of the semantic-monitor's tool-contract watch (`ToolContractDetectors.schemaDrift`). */
-export const SCHEMA_DRIFT_DETECTOR = 'schema-drift';
-/** The semantic-monitor's end-of-run summary (`SemanticDetectors.semanticGoodput`). */
-export const SEMANTIC_GOODPUT_DETECTOR = 'semantic-goodput';
 
 /** One drifted path of one tool version, as a `schema-drift` signal names it. */
 export interface SchemaDriftFinding {
@@ -47,7 +43,7 @@ export function toolVersionKey(tool: string, version: string): string {
 export function schemaDriftFindings(signals: readonly DetectorSignal[]): SchemaDriftFinding[] {
   const out: SchemaDriftFinding[] = [];
   for (const s of signals) {
-    if (s.detector !== SCHEMA_DRIFT_DETECTOR) continue;
+    if (s.detector !== Detectors.schemaDrift) continue;
     const tool = s.labels?.tool;
     const version = s.labels?.version;
     if (!tool || !version) continue;
@@ -74,7 +70,7 @@ const SUMMARY_KEY = /^tool\.(.+)@([^@]+)\.(calls|checked|contractPassRate|fallba
  */
 export function toolContractRatesFromSummary(signals: readonly DetectorSignal[]): ToolContractRates[] {
   const summary = [...signals]
-    .filter((s) => s.detector === SEMANTIC_GOODPUT_DETECTOR)
+    .filter((s) => s.detector === Detectors.semanticGoodput)
     .sort((a, b) => b.emittedAt - a.emittedAt)[0];
   if (!summary) return [];
   const byVersion = new Map<string, { tool: string; version: string; figures: Record<string, number> }>();

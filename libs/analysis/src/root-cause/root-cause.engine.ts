@@ -1,4 +1,4 @@
-import { RAG_MISMATCH_DETECTOR, type RootCauseCause } from '@fathom/contracts';
+import { Detectors, type RootCauseCause } from '@fathom/contracts';
 import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
 import {
   gpuCounterIncrease,
@@ -384,7 +384,7 @@ export function diagnose(
     });
   }
 
-  const explosions = recent.detectors.filter((s) => s.detector === 'prompt-explosion');
+  const explosions = recent.detectors.filter((s) => s.detector === Detectors.promptExplosion);
   if (explosions.length) {
     causes.push({
       kind: 'prompt-explosion',
@@ -548,7 +548,9 @@ function toolSchemaDrift(
  * the higher the confidence.
  */
 function retrievalMismatch(timeline: RunTimeline, nowMs: number): RootCauseCause | null {
-  const signals = timeline.detectors.filter((s) => s.detector === RAG_MISMATCH_DETECTOR && s.emittedAt <= nowMs);
+  const signals = timeline.detectors.filter(
+    (s) => s.detector === Detectors.ragMismatch && s.emittedAt <= nowMs,
+  );
   if (signals.length === 0) return null;
   const latest = signals.reduce((a, b) => (b.emittedAt >= a.emittedAt ? b : a));
   const f = latest.figures;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { envelopeShape } from '../envelope';
-import { CampaignSpecSchema } from './campaign.event';
+import { CampaignSpecSchema } from '../campaign/campaign.schema';
 
 export const RunStatusSchema = z.enum(['pending', 'running', 'completed', 'failed', 'aborted']);
 export type RunStatus = z.infer<typeof RunStatusSchema>;

@@ -30,13 +30,6 @@ export const TokenStatsSignalSchema = z.object({
   checks: z.record(z.string(), z.boolean()).optional(),
 });
 
-/**
- * The `detector` of the semantic-monitor's RAG query/document mismatch signals (spec, anomaly
- * class 2): figures `pairs`, `overThreshold`, `overThresholdShare`, `thresholdKl`, `meanKl`,
- * `p95Kl`, `alarmShare` and `mismatched` (1 when most pairs are over the threshold).
- */
-export const RAG_MISMATCH_DETECTOR = 'rag-mismatch';
-
 /** A semantic check failed or a detector fired; the analyzer may open a breaker on it. */
 export const DetectorSignalSchema = z.object({
   ...envelopeShape,

@@ -16,6 +16,8 @@ import {
   type SloTierChange,
   type TelemetryWindow,
   type TokenStatsSignal,
+  Detectors,
+  type DetectorName,
 } from '@fathom/contracts';
 import type { JsonValue } from '@fathom/storage';
 import {
@@ -49,12 +51,13 @@ const SETTLE_POLL_MS = 200;
 const EVALUATE_EVERY_MS = 500;
 /** Consecutive saturated DCGM scrapes that open the LLM breaker of a node. */
 const DRAM_SATURATED_SCRAPES = 3;
-/** Detector names (semantic-monitor, gpu-collector) that open a breaker on their layer. */
-const BREAKER_SIGNALS: Record<string, string> = {
-  'prompt-explosion': 'llm',
-  'reranker-busy': 'rerank',
-  'semantic-failure-rate': 'llm',
-  'dram-saturation': 'llm',
+/**
+ * Detectors that open a breaker on their layer. Keyed by `Detectors` so that a breaker on a name
+ * no service publishes does not compile. (DRAM saturation opens the LLM breaker from the GPU
+ * scrapes themselves, below.)
+ */
+const BREAKER_SIGNALS: Partial<Record<DetectorName, string>> = {
+  [Detectors.promptExplosion]: 'llm',
 };
 
 /** `token-stats` apart from the other semantic signals: the settle check counts them against the records published. */
@@ -312,7 +315,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     if (signal.kind !== 'detector') return;
     const state = await this.state(signal.runId, signal.campaignId);
     state.timeline.addDetector(signal);
-    const layer = BREAKER_SIGNALS[signal.detector];
+    const layer = BREAKER_SIGNALS[signal.detector as DetectorName];
     if (layer && state.spec && signal.severity !== 'info') {
       const key = { target: state.spec.target.baseUrl, layer, node: nodeOf(state.spec) };
       await this.publishBreakers(

@@ -1,3 +1,4 @@
+import { Detectors } from '@fathom/contracts';
 /**
  * @jest-environment ./libs/semantic/src/testing/ort.jest-environment.js
  */
@@ -7,7 +8,6 @@ import { RESPONSE_BASELINE_NAME } from '@fathom/semantic';
 import { BaselineRepository } from '@fathom/storage';
 import { startEmbedded, type EmbeddedFathom } from '../runtime/embedded';
 import { waitForRun } from '../runtime/run-waiter';
-import { BaselineDetectors } from './baseline-drift.watch';
 
 /**
  * Drift and intent accuracy against a stored baseline run, end to end: the semantic-monitor in
@@ -69,7 +69,7 @@ describe('semantic-monitor against a baseline run', () => {
   async function finished(runId: string): Promise<void> {
     await waitForRun(sut.runs, runId, { timeoutMs: 60_000 });
     const deadline = Date.now() + 20_000;
-    while (!byId(`${runId}/${BaselineDetectors.responseDrift}/record`) && Date.now() < deadline)
+    while (!byId(`${runId}/${Detectors.baselineDrift}/record`) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
   }
 
@@ -107,6 +107,6 @@ describe('semantic-monitor against a baseline run', () => {
     // Run B, healthy, became the campaign's newest baseline; run C did not.
     expect(byId(`${b!.runId}/baseline-drift/record`)?.message).toMatch(/recorded as a baseline/);
     // Progress signals went out while C ran, each with the figure the analyzer reads.
-    expect(detectors(c.runId, BaselineDetectors.intentAccuracy).length).toBeGreaterThanOrEqual(2);
+    expect(detectors(c.runId, Detectors.intentAccuracy).length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -1,3 +1,4 @@
+import { Detectors } from '@fathom/contracts';
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { InjectBus, type Bus } from '@fathom/bus';
 import {
@@ -24,14 +25,6 @@ import {
   trainNearestCentroidHead,
 } from '@fathom/semantic';
 import { BaselineRepository } from '@fathom/storage';
-
-/** Detector names of the baseline comparison (the `detector` field of `detector` signals). */
-export const BaselineDetectors = {
-  /** Cosine of responses to the baseline's responses to the same prompts. */
-  responseDrift: 'baseline-drift',
-  /** Intent-recognition accuracy against the baseline's; `figures.intentAccuracyDrop` is what the analyzer's `intent-accuracy-drop` objective reads. */
-  intentAccuracy: 'intent-accuracy',
-} as const;
 
 /** Progress signals while the run lasts, at most this often, so the analyzer's tier spans see the drop. */
 const PROGRESS_EVERY_MS = 2000;
@@ -98,7 +91,7 @@ export class BaselineDriftWatch {
     this.ready = this.load().catch(async (error: unknown) => {
       await this.signal(
         'load',
-        BaselineDetectors.responseDrift,
+        Detectors.baselineDrift,
         'warning',
         `baseline not usable: ${errorText(error)}`,
         {},
@@ -180,7 +173,7 @@ export class BaselineDriftWatch {
     if (skip !== null) {
       await this.signal(
         'record',
-        BaselineDetectors.responseDrift,
+        Detectors.baselineDrift,
         'info',
         `run not recorded as a baseline: ${skip}`,
         {
@@ -202,7 +195,7 @@ export class BaselineDriftWatch {
     });
     await this.signal(
       'record',
-      BaselineDetectors.responseDrift,
+      Detectors.baselineDrift,
       'info',
       `run recorded as a baseline: ${this.recorder.size} responses`,
       { responses: this.recorder.size },
@@ -223,7 +216,7 @@ export class BaselineDriftWatch {
     if (c.baseline.embedder === embedder.name && c.baseline.dimensions === embedder.dimensions) return c;
     if (this.embedderMismatch === null) {
       this.embedderMismatch = `baseline ${c.source} was embedded by ${c.baseline.embedder} (${c.baseline.dimensions} dimensions), this run by ${embedder.name} (${embedder.dimensions}): not comparable`;
-      void this.signal('embedder', BaselineDetectors.responseDrift, 'warning', this.embedderMismatch, {});
+      void this.signal('embedder', Detectors.baselineDrift, 'warning', this.embedderMismatch, {});
     }
     return null;
   }
@@ -234,7 +227,7 @@ export class BaselineDriftWatch {
     if (!this.deps.repository) {
       await this.signal(
         'load',
-        BaselineDetectors.responseDrift,
+        Detectors.baselineDrift,
         'warning',
         'no baseline: the semantic-monitor has no database',
         {},
@@ -248,7 +241,7 @@ export class BaselineDriftWatch {
     if (!stored || stored.runId === this.runId) {
       await this.signal(
         'load',
-        BaselineDetectors.responseDrift,
+        Detectors.baselineDrift,
         target === 'latest' ? 'info' : 'warning',
         target === 'latest'
           ? 'no baseline yet: no earlier run of this campaign was recorded'
@@ -316,7 +309,7 @@ export class BaselineDriftWatch {
     const enough = d.pairs >= this.spec.minPairs;
     await this.signal(
       seq,
-      BaselineDetectors.responseDrift,
+      Detectors.baselineDrift,
       d.flagged ? 'warning' : 'info',
       !enough
         ? `${d.pairs} responses compared with ${c.source}, fewer than ${this.spec.minPairs}: no verdict`
@@ -344,9 +337,9 @@ export class BaselineDriftWatch {
         unhealthy ||= !v.healthy;
         message = `intent accuracy ${pct(accuracy)} vs ${pct(c.baselineAccuracy)} in ${c.source}: drop ${pct(v.drop)} ${v.healthy ? '<' : '>='} ${pct(INTENT_ACCURACY_DROP_LIMIT)}`;
       }
-      await this.signal(seq, BaselineDetectors.intentAccuracy, severity, message, figures);
+      await this.signal(seq, Detectors.intentAccuracy, severity, message, figures);
     } else if (seq === 'final' && c.why !== null) {
-      await this.signal(seq, BaselineDetectors.intentAccuracy, 'info', c.why, {});
+      await this.signal(seq, Detectors.intentAccuracy, 'info', c.why, {});
     }
     return { unhealthy };
   }

@@ -1,10 +1,10 @@
+import { Detectors } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { Topics, type DetectorSignal, type SemanticSignal } from '@fathom/contracts';
 import type { RunReportDocument } from '@fathom/analysis';
 import { RunReportRepository } from '@fathom/storage';
 import { startEmbedded, type EmbeddedFathom } from '../runtime/embedded';
 import { waitForRun } from '../runtime/run-waiter';
-import { SemanticDetectors } from './semantic-monitor.service';
 
 /**
  * Customer-support queries; each has three answers in the support index. Five, not four: the
@@ -127,7 +127,7 @@ describe('semantic-monitor: RAG query/document mismatch', () => {
       'api',
     );
     await waitForRun(sut.runs, runId, { timeoutMs: 60_000 });
-    const id = `${runId}/${SemanticDetectors.ragMismatch}/final`;
+    const id = `${runId}/${Detectors.ragMismatch}/final`;
     const deadline = Date.now() + 20_000;
     while (!signals.some((s) => s.id === id) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
@@ -137,7 +137,7 @@ describe('semantic-monitor: RAG query/document mismatch', () => {
   const ragSignals = (runId: string) =>
     signals.filter(
       (s): s is DetectorSignal =>
-        s.kind === 'detector' && s.runId === runId && s.detector === SemanticDetectors.ragMismatch,
+        s.kind === 'detector' && s.runId === runId && s.detector === Detectors.ragMismatch,
     );
 
   it('finds no mismatch when the index answers the queries, and raises it when the index is off topic', async () => {

@@ -1,7 +1,5 @@
-import { envelope, RAG_MISMATCH_DETECTOR, type DetectorSignal, type RequestRecord } from '@fathom/contracts';
+import { envelope, Detectors, type DetectorSignal, type RequestRecord } from '@fathom/contracts';
 import { embeddingKlDivergence } from '@fathom/semantic';
-
-export { RAG_MISMATCH_DETECTOR };
 
 /**
  * Mismatch threshold on KL(softmax(query) || softmax(document)) in nats, times the embedding's
@@ -246,9 +244,9 @@ export class RagMismatchWatch {
           : 'retrieved documents match their queries';
     await this.deps.publish({
       ...envelope(this.campaignId, this.runId),
-      id: `${this.runId}/${RAG_MISMATCH_DETECTOR}/${seq}`,
+      id: `${this.runId}/${Detectors.ragMismatch}/${seq}`,
       kind: 'detector',
-      detector: RAG_MISMATCH_DETECTOR,
+      detector: Detectors.ragMismatch,
       requestId: null,
       severity: verdict === 'mismatched' ? 'warning' : 'info',
       message: `${head} (KL of softmaxed embeddings, nats: mean ${kl(f.meanKl)}, P95 ${kl(f.p95Kl)}; ${share} of ${f.pairs} pairs over ${kl(f.thresholdKl)})`,

@@ -1,3 +1,4 @@
+import { Detectors } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import {
   Topics,
@@ -8,7 +9,6 @@ import {
 } from '@fathom/contracts';
 import { startEmbedded, type EmbeddedFathom } from '../runtime/embedded';
 import { waitForRun } from '../runtime/run-waiter';
-import { SemanticDetectors } from './semantic-monitor.service';
 
 /**
  * The semantic-monitor inside the embedded runtime, against the simulated target with every
@@ -36,7 +36,7 @@ describe('semantic-monitor in a run', () => {
     const ofRun = () => signals.filter((s) => s.runId === runId);
     const deadline = Date.now() + 15_000;
     while (
-      !ofRun().some((s) => s.kind === 'detector' && s.detector === SemanticDetectors.semanticGoodput) &&
+      !ofRun().some((s) => s.kind === 'detector' && s.detector === Detectors.semanticGoodput) &&
       Date.now() < deadline
     ) {
       await new Promise((r) => setTimeout(r, 100));
@@ -73,7 +73,7 @@ describe('semantic-monitor in a run', () => {
     const ofRun = await signalsOfFinishedRun(runId);
     const stats = ofRun().filter((s): s is TokenStatsSignal => s.kind === 'token-stats');
     const detectors = ofRun().filter((s): s is DetectorSignal => s.kind === 'detector');
-    const risks = detectors.filter((d) => d.detector === SemanticDetectors.hallucinationRisk);
+    const risks = detectors.filter((d) => d.detector === Detectors.hallucinationRisk);
     expect(stats.length).toBeGreaterThan(4);
     expect(stats.every((s) => s.assessment === 'ok' && s.latencySloMet === true)).toBe(true);
     // Rate 1 plants a span in every response of 12 tokens or more.
@@ -86,7 +86,7 @@ describe('semantic-monitor in a run', () => {
         meanEntropyBits: expect.any(Number),
       }),
     );
-    const goodput = detectors.find((d) => d.detector === SemanticDetectors.semanticGoodput);
+    const goodput = detectors.find((d) => d.detector === Detectors.semanticGoodput);
     expect(goodput?.figures).toMatchObject({ complete: 1, goodput: 1, requests: stats.length });
     expect(goodput!.figures.semanticGoodput).toBeLessThan(0.2);
     expect(
@@ -115,7 +115,7 @@ describe('semantic-monitor in a run', () => {
       const ofRun = await signalsOfFinishedRun(runId);
       const stats = ofRun().filter((s) => s.kind === 'token-stats');
       const explosions = ofRun().filter(
-        (s): s is DetectorSignal => s.kind === 'detector' && s.detector === SemanticDetectors.promptExplosion,
+        (s): s is DetectorSignal => s.kind === 'detector' && s.detector === Detectors.promptExplosion,
       );
       return { stats, explosions };
     };

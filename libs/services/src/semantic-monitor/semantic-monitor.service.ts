@@ -15,6 +15,7 @@ import {
   type RunShardCommand,
   type SemanticSignal,
   type TokenStatsSignal,
+  Detectors,
 } from '@fathom/contracts';
 import { HostResourceReader } from '@fathom/gpu';
 import {
@@ -38,21 +39,7 @@ import { ToolContractWatch } from './tool-contract.watch';
 import { BaselineDriftService, type BaselineDriftWatch } from './baseline-drift.watch';
 import { minSampleRateFromEnv } from './embedding-sample.config';
 import { TimeSliceClock } from './time-slice.util';
-import {
-  RAG_MISMATCH_DETECTOR,
-  RagEmbeddingBudget,
-  RagMismatchWatch,
-  planEmbeddings,
-} from './rag-mismatch.watch';
-
-/** Detector names this service publishes (the `detector` field of `detector` signals). */
-export const SemanticDetectors = {
-  hallucinationRisk: 'hallucination-risk',
-  promptExplosion: 'prompt-explosion',
-  semanticGoodput: 'semantic-goodput',
-  monitorFault: 'semantic-monitor-fault',
-  ragMismatch: RAG_MISMATCH_DETECTOR,
-} as const;
+import { RagEmbeddingBudget, RagMismatchWatch, planEmbeddings } from './rag-mismatch.watch';
 
 /**
  * Most synchronous work per macrotask (validation, assessment, signal encoding), ms. In the
@@ -285,7 +272,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
             batch,
             `${id}/fault`,
             record.requestId,
-            SemanticDetectors.monitorFault,
+            Detectors.monitorFault,
             'warning',
             `could not assess response: ${errorText(error)}`,
             {},
@@ -356,7 +343,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         batch,
         `${id}/risk/${i}`,
         record.requestId,
-        SemanticDetectors.hallucinationRisk,
+        Detectors.hallucinationRisk,
         'warning',
         `hallucination risk at tokens [${s.start}, ${s.end}): mean entropy ${s.meanEntropyBits.toFixed(2)} bits, window peak ${s.peakWindowMeanBits.toFixed(2)} bits`,
         {
@@ -377,7 +364,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
           batch,
           `${id}/prompt`,
           record.requestId,
-          SemanticDetectors.promptExplosion,
+          Detectors.promptExplosion,
           'critical',
           `prompt explosion (${p.reasons.join(', ')}): depth ${p.depth.depth} (${p.depth.deepestPath.join('>')}), ${p.tokens} tokens${p.surgeRatio === null ? '' : `, ${p.surgeRatio.toFixed(2)} x P95 baseline`}`,
           {
@@ -476,7 +463,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         { campaignId: run.campaignId, runId },
         `${runId}/semantic-goodput`,
         null,
-        SemanticDetectors.semanticGoodput,
+        Detectors.semanticGoodput,
         'info',
         `goodput ${pct(g.goodput)}, semantic goodput ${pct(g.semanticGoodput)} of ${g.requests} requests${complete ? '' : ` (${expected - g.requests} records missing)`}`,
         figures,
@@ -559,7 +546,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         { campaignId: run.campaignId, runId },
         `${runId}/embedder-fault/${n}`,
         null,
-        SemanticDetectors.monitorFault,
+        Detectors.monitorFault,
         'warning',
         text,
         { embedderFaults: n, ...(restartInMs === null ? {} : { restartInMs }) },

@@ -1,3 +1,4 @@
+import { Detectors } from '@fathom/contracts';
 import 'reflect-metadata';
 import { createBus, decodeEvent, type Bus } from '@fathom/bus';
 import {
@@ -12,7 +13,7 @@ import {
 } from '@fathom/contracts';
 import { ResponseAssessor, type WorkerEmbedder } from '@fathom/semantic';
 import { createFathomApp, type FathomApp } from '../runtime/fathom-app';
-import { SemanticDetectors, SemanticMonitorService } from './semantic-monitor.service';
+import { SemanticMonitorService } from './semantic-monitor.service';
 
 /** A streamed response of `tokens` tokens, each with 5 alternatives (what the bench's sim sends). */
 function record(requestId: string, tokens = 64): RequestRecord {
@@ -131,7 +132,7 @@ describe('semantic-monitor assesses telemetry in time slices', () => {
     const goodputOf = () =>
       signals.find(
         (s): s is DetectorSignal =>
-          s.runId === runId && s.kind === 'detector' && s.detector === SemanticDetectors.semanticGoodput,
+          s.runId === runId && s.kind === 'detector' && s.detector === Detectors.semanticGoodput,
       );
     await until(() => goodputOf() !== undefined);
     const stats = signals.filter((s) => s.runId === runId && s.kind === 'token-stats');
@@ -192,7 +193,7 @@ describe('semantic-monitor when its embedding worker dies', () => {
       const faults = () =>
         signals.filter(
           (s): s is DetectorSignal =>
-            s.runId === runId && s.kind === 'detector' && s.detector === SemanticDetectors.monitorFault,
+            s.runId === runId && s.kind === 'detector' && s.detector === Detectors.monitorFault,
         );
       await until(() => faults().length === 1);
       expect(faults()[0].message).toMatch(/embedding worker died/);

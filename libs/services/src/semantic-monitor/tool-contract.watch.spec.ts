@@ -1,3 +1,4 @@
+import { Detectors } from '@fathom/contracts';
 import {
   CampaignSpecSchema,
   type RequestRecord,
@@ -5,7 +6,7 @@ import {
   type ToolCallObservation,
 } from '@fathom/contracts';
 import { observeJsonShape } from '@fathom/semantic';
-import { REQUIRED_ADDED_MIN_CALLS, ToolContractDetectors, ToolContractWatch } from './tool-contract.watch';
+import { REQUIRED_ADDED_MIN_CALLS, ToolContractWatch } from './tool-contract.watch';
 
 const weather = {
   type: 'object',
@@ -114,10 +115,7 @@ describe(ToolContractWatch.name, () => {
     );
     expect(
       signals.map((s) => `${s.detector} ${s.labels?.version} ${s.labels?.path} ${s.labels?.change}`),
-    ).toEqual([
-      'schema-drift v1.9 $ type-changed',
-      `${ToolContractDetectors.contractUnusable} v3.0 $ undefined`,
-    ]);
+    ).toEqual(['schema-drift v1.9 $ type-changed', `${Detectors.toolContractUnusable} v3.0 $ undefined`]);
     expect(sut.figures('r')).toEqual({
       'tool.weather@unknown.calls': 1,
       'tool.weather@unknown.checked': 0,

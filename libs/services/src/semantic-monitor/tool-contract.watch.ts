@@ -1,3 +1,4 @@
+import { Detectors } from '@fathom/contracts';
 import {
   envelope,
   type CampaignSpec,
@@ -13,14 +14,6 @@ import {
   normalizeToolVersion,
   type DeclaredToolContract,
 } from '@fathom/semantic';
-
-/** Detector names of the tool-contract watch. */
-export const ToolContractDetectors = {
-  /** The observed answers of a tool version drifted from its declared response schema. */
-  schemaDrift: 'schema-drift',
-  /** A declared contract could not be used (e.g. an OpenAPI document without a JSON response). */
-  contractUnusable: 'tool-contract-unusable',
-} as const;
 
 /**
  * Calls of one tool version a field the contract does not declare must have been seen in, all
@@ -159,7 +152,7 @@ export class ToolContractWatch {
             batch,
             record,
             call,
-            ToolContractDetectors.contractUnusable,
+            Detectors.toolContractUnusable,
             'warning',
             '$',
             null,
@@ -266,7 +259,7 @@ export class ToolContractWatch {
       batch,
       record,
       call,
-      ToolContractDetectors.schemaDrift,
+      Detectors.schemaDrift,
       breaking ? 'critical' : 'warning',
       path,
       change,

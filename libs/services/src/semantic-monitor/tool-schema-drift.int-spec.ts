@@ -1,9 +1,8 @@
+import { Detectors } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { Topics, type DetectorSignal, type SemanticSignal } from '@fathom/contracts';
 import { startEmbedded, type EmbeddedFathom } from '../runtime/embedded';
 import { waitForRun } from '../runtime/run-waiter';
-import { SemanticDetectors } from './semantic-monitor.service';
-import { ToolContractDetectors } from './tool-contract.watch';
 
 /**
  * Tool schema drift end to end: campaigns pin the simulated target's tool contracts (its own
@@ -99,20 +98,17 @@ describe('tool schema drift through the semantic-monitor', () => {
     const detectors = () =>
       signals.filter((s): s is DetectorSignal => s.runId === runId && s.kind === 'detector');
     const deadline = Date.now() + 15_000;
-    while (
-      !detectors().some((d) => d.detector === SemanticDetectors.semanticGoodput) &&
-      Date.now() < deadline
-    )
+    while (!detectors().some((d) => d.detector === Detectors.semanticGoodput) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
-    const summary = detectors().find((d) => d.detector === SemanticDetectors.semanticGoodput);
+    const summary = detectors().find((d) => d.detector === Detectors.semanticGoodput);
     expect(summary).toBeDefined();
     const drift = detectors()
-      .filter((d) => d.detector === ToolContractDetectors.schemaDrift)
+      .filter((d) => d.detector === Detectors.schemaDrift)
       .map(
         (d) => `${d.labels?.tool} ${d.labels?.version} ${d.labels?.path} ${d.labels?.change} ${d.severity}`,
       )
       .sort();
-    const other = detectors().filter((d) => d.detector === ToolContractDetectors.contractUnusable);
+    const other = detectors().filter((d) => d.detector === Detectors.toolContractUnusable);
     expect(other).toEqual([]);
     return { drift, figures: summary!.figures, requests: summary!.figures.requests };
   }

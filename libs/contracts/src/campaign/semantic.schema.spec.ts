@@ -1,5 +1,5 @@
-import { CampaignSpecSchema } from './campaign.event';
-import { SemanticBaselineSpecSchema } from './semantic.config';
+import { CampaignSpecSchema } from './campaign.schema';
+import { SemanticBaselineSpecSchema } from './semantic.schema';
 
 const campaign = (semantic: unknown) => ({
   name: 'drift',

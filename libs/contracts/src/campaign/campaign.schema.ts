@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import { SloThresholdsSchema } from './slo.schema';
+import { ScenarioSchema } from './scenario.schema';
+import { LoadProfileSchema } from './load-profile.schema';
+import { SemanticSpecSchema } from './semantic.schema';
+
+export const TierRerunPolicySchema = z
+  .object({
+    /** Most reruns one campaign may start because a tier or breaker changed. */
+    maxReruns: z.number().int().min(0).max(100).default(1),
+    /** No rerun starts sooner than this after the previous run of the campaign ended. */
+    cooldownMs: z.number().int().min(0).default(5000),
+  })
+  .strict();
+
+export const CampaignSpecSchema = z
+  .object({
+    name: z.string().min(1).max(200),
+    target: z
+      .object({
+        /** Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 */
+        baseUrl: z.string().url(),
+        apiKey: z.string().optional(),
+        /** Prometheus endpoint(s) for the gpu-collector to scrape while the run lasts. */
+        metricsUrls: z.array(z.string().url()).default([]),
+      })
+      .strict(),
+    scenario: ScenarioSchema,
+    load: z
+      .object({
+        concurrency: z.number().int().positive().max(10000),
+        durationMs: z
+          .number()
+          .int()
+          .positive()
+          .max(24 * 3600 * 1000),
+        /** Per-request timeout; a request that exceeds it is classified `timeout`. */
+        requestTimeoutMs: z.number().int().positive().default(30000),
+        /** Fraction of per-request records published besides the histograms (1 = all). */
+        recordSampleRate: z.number().min(0).max(1).default(1),
+        /** Number of shards the plan is cut into for load-generators in a consumer group. */
+        shards: z.number().int().positive().max(256).default(1),
+        /** When requests start. Absent means `closed` with `concurrency` users (the original shape). */
+        profile: LoadProfileSchema.optional(),
+      })
+      .strict()
+      .superRefine((load, ctx) => {
+        const p = load.profile;
+        if (p?.type === 'adaptive') {
+          if (p.initialConcurrency > load.concurrency)
+            ctx.addIssue({
+              code: 'custom',
+              message: 'must not exceed load.concurrency',
+              path: ['profile', 'initialConcurrency'],
+            });
+          if (p.minConcurrency > p.initialConcurrency)
+            ctx.addIssue({
+              code: 'custom',
+              message: 'must not exceed initialConcurrency',
+              path: ['profile', 'minConcurrency'],
+            });
+        }
+        if (p && 'ratePerSec' in p && p.ratePerSec > 1_000_000)
+          ctx.addIssue({ code: 'custom', message: 'rate above 1e6/s', path: ['profile', 'ratePerSec'] });
+      }),
+    slo: SloThresholdsSchema.default({}),
+    reruns: TierRerunPolicySchema.default({ maxReruns: 1, cooldownMs: 5000 }),
+    /** Semantic checks beyond the defaults: drift and intent accuracy against a baseline run. */
+    semantic: SemanticSpecSchema.optional(),
+  })
+  .strict();
+export type CampaignSpec = z.infer<typeof CampaignSpecSchema>;
+export type CampaignSpecInput = z.input<typeof CampaignSpecSchema>;

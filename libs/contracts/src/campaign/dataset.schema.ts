@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+export const ChatMessageSchema = z
+  .object({ role: z.enum(['system', 'user', 'assistant', 'tool']), content: z.string() })
+  .strict();
+
+/** A token-length distribution (normal, clipped to [min, max], rounded), drawn with a seed. */
+export const TokenLengthSchema = z
+  .object({
+    mean: z.number().positive(),
+    stdev: z.number().min(0).default(0),
+    min: z.number().int().positive().default(1),
+    max: z.number().int().positive().max(131072),
+  })
+  .strict()
+  .refine((d) => d.min <= d.max && d.mean <= d.max, { message: 'need min <= mean <= max', path: ['max'] });
+export type TokenLength = z.infer<typeof TokenLengthSchema>;
+
+/**
+ * Where prompts come from. Files are read (and refused with the line that does not parse) by
+ * `@fathom/load` when a shard starts; paths are relative to the generator's working directory.
+ */
+export const DatasetSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('inline'), prompts: z.array(z.string().min(1)).min(1) }).strict(),
+  z
+    .object({
+      type: z.literal('synthetic'),
+      seed: z.number().int().default(1),
+      inputTokens: TokenLengthSchema,
+      /** Output length asked for per request (max_tokens); the scenario's maxTokens otherwise. */
+      outputTokens: TokenLengthSchema.optional(),
+      /** Count of distinct prompts drawn before they repeat (bounded memory). */
+      size: z.number().int().positive().max(100000).default(1000),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('jsonl'),
+      path: z.string().min(1),
+      /** Field of each JSON line that holds the prompt. */
+      field: z.string().min(1).default('prompt'),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('sharegpt'),
+      path: z.string().min(1),
+      /** First human turns taken from each conversation (ShareGPT `conversations[].from == human`). */
+      maxTurns: z.number().int().positive().default(1),
+    })
+    .strict(),
+  z
+    .object({
+      /** Sessions of several turns that share a long prefix, to exercise prefix (KV) caching. */
+      type: z.literal('multi-turn'),
+      seed: z.number().int().default(1),
+      sessions: z.number().int().positive().max(10000).default(16),
+      turns: z.number().int().positive().max(100).default(4),
+      sharedPrefixTokens: z.number().int().min(0).max(65536).default(512),
+      turnTokens: TokenLengthSchema,
+    })
+    .strict(),
+]);
+export type Dataset = z.infer<typeof DatasetSchema>;
+
+/** Controlled prompt damage (spec: prompt explosion). Quoted strings and comments are never touched. */
+export const PerturbationSchema = z
+  .object({
+    kind: z.enum(['delimiter-noise', 'punctuation-swap', 'whitespace-compression', 'nesting-amplification']),
+    strength: z.number().min(0).max(1),
+    seed: z.number().int().default(1),
+  })
+  .strict();
+export type Perturbation = z.infer<typeof PerturbationSchema>;

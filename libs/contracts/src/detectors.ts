@@ -1,0 +1,30 @@
+/**
+ * Every `detector` name a service publishes on `fathom.signal.semantic.v1` (the `detector` field
+ * of a detector signal). Producers and the analyzer both spell them through this object, so a
+ * rename or a consumer keyed on a name nobody publishes fails to compile.
+ */
+export const Detectors = {
+  /** semantic-monitor: a response's token-confidence spans (spec, hallucination). */
+  hallucinationRisk: 'hallucination-risk',
+  /** semantic-monitor: a prompt that blew up the answer (spec, anomaly class: prompt explosion). */
+  promptExplosion: 'prompt-explosion',
+  /** semantic-monitor: the end-of-run semantic goodput summary. */
+  semanticGoodput: 'semantic-goodput',
+  /** semantic-monitor: the monitor itself failed on a record (its own health, not the target's). */
+  monitorFault: 'semantic-monitor-fault',
+  /**
+   * semantic-monitor: RAG query/document mismatch (spec, anomaly class 2): figures `pairs`,
+   * `overThreshold`, `overThresholdShare`, `thresholdKl`, `meanKl`, `p95Kl`, `alarmShare` and
+   * `mismatched` (1 when most pairs are over the threshold).
+   */
+  ragMismatch: 'rag-mismatch',
+  /** semantic-monitor: responses drifted from the baseline's responses to the same prompts. */
+  baselineDrift: 'baseline-drift',
+  /** semantic-monitor: intent accuracy against the baseline's; `figures.intentAccuracyDrop`. */
+  intentAccuracy: 'intent-accuracy',
+  /** semantic-monitor: a tool version's answers drifted from its declared response schema. */
+  schemaDrift: 'schema-drift',
+  /** semantic-monitor: a declared tool contract could not be used. */
+  toolContractUnusable: 'tool-contract-unusable',
+} as const;
+export type DetectorName = (typeof Detectors)[keyof typeof Detectors];

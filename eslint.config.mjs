@@ -1,10 +1,71 @@
 // Lint: typescript-eslint on every project, and Nx's module-boundary rule with the real tags
 // from each project.json. The rules below are what the workspace refuses, not decoration:
-// domain libs stay plain TypeScript (no NestJS, kafkajs, pg), infra never reaches into
-// domain or feature code, and nothing imports an app.
+// - by type: domain libs stay plain TypeScript (no NestJS, kafkajs, pg); infra never reaches
+//   into domain or feature code; a feature never imports another feature; only the host
+//   (libs/runtime) and apps put features together; nothing imports an app;
+// - by scope: a service's feature project depends on `scope:shared` and its own scope only;
+// - tests inside a project may also use the testing lib (`type:testing`), nothing more;
+// - `process.env` is read only by libs/runtime, apps/, bench/ and test code (libs/testing too):
+//   every service gets its settings validated once at boot and injected.
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
+
+const SERVICES = ['orchestrator', 'load-generator', 'semantic-monitor', 'gpu-collector', 'analyzer'];
+const NEST_AND_DRIVERS = ['@nestjs/*', 'kafkajs', 'pg', '@electric-sql/pglite', 'express'];
+
+/** `extra` tags are allowed besides each rule's own (tests: the testing lib). */
+function depConstraints(extra = []) {
+  const allow = (tags) => [...tags, ...extra];
+  return [
+    { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: allow(['type:contracts']) },
+    {
+      sourceTag: 'type:domain',
+      onlyDependOnLibsWithTags: allow(['type:contracts', 'type:domain']),
+      bannedExternalImports: NEST_AND_DRIVERS,
+    },
+    { sourceTag: 'type:infra', onlyDependOnLibsWithTags: allow(['type:contracts', 'type:infra']) },
+    {
+      sourceTag: 'type:feature',
+      onlyDependOnLibsWithTags: allow(['type:contracts', 'type:infra', 'type:domain']),
+    },
+    {
+      sourceTag: 'type:host',
+      onlyDependOnLibsWithTags: allow(['type:contracts', 'type:infra', 'type:domain', 'type:feature']),
+    },
+    {
+      sourceTag: 'type:testing',
+      onlyDependOnLibsWithTags: ['type:contracts', 'type:infra', 'type:domain', 'type:testing'],
+    },
+    {
+      sourceTag: 'type:app',
+      onlyDependOnLibsWithTags: allow([
+        'type:contracts',
+        'type:infra',
+        'type:domain',
+        'type:feature',
+        'type:host',
+      ]),
+    },
+    ...SERVICES.map((service) => ({
+      sourceTag: `scope:${service}`,
+      onlyDependOnLibsWithTags: allow(['scope:shared', `scope:${service}`, 'scope:runtime']),
+    })),
+  ];
+}
+
+const boundaries = (extra) => [
+  'error',
+  { enforceBuildableLibDependency: false, allow: [], depConstraints: depConstraints(extra) },
+];
+
+const TESTS = [
+  '**/*.spec.ts',
+  '**/*.int-spec.ts',
+  '**/*.e2e-spec.ts',
+  '**/*.test-util.ts',
+  '**/__fixtures__/**/*.ts',
+];
 
 export default [
   { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
@@ -15,39 +76,31 @@ export default [
     plugins: { '@nx': nx },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      '@nx/enforce-module-boundaries': [
+      '@nx/enforce-module-boundaries': boundaries([]),
+    },
+  },
+  {
+    files: ['libs/**/*.ts'],
+    ignores: ['libs/runtime/**', 'libs/testing/**', ...TESTS],
+    rules: {
+      'no-restricted-properties': [
         'error',
         {
-          enforceBuildableLibDependency: false,
-          allow: [],
-          depConstraints: [
-            { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: ['type:contracts'] },
-            {
-              sourceTag: 'type:domain',
-              onlyDependOnLibsWithTags: ['type:contracts', 'type:domain'],
-              bannedExternalImports: ['@nestjs/*', 'kafkajs', 'pg', '@electric-sql/pglite', 'express'],
-            },
-            { sourceTag: 'type:infra', onlyDependOnLibsWithTags: ['type:contracts', 'type:infra'] },
-            {
-              sourceTag: 'type:feature',
-              onlyDependOnLibsWithTags: ['type:contracts', 'type:infra', 'type:domain', 'type:feature'],
-            },
-            {
-              sourceTag: 'type:testing',
-              onlyDependOnLibsWithTags: ['type:contracts', 'type:infra', 'type:domain', 'type:testing'],
-            },
-            {
-              sourceTag: 'type:app',
-              onlyDependOnLibsWithTags: ['type:contracts', 'type:infra', 'type:domain', 'type:feature'],
-            },
-          ],
+          object: 'process',
+          property: 'env',
+          message: 'settings come validated from libs/runtime (each service has a typed settings object)',
         },
       ],
     },
   },
   {
-    // Tests may use the testing lib (broker harness, fixtures) whatever project they sit in.
-    files: ['**/*.spec.ts', '**/*.int-spec.ts', '**/*.e2e-spec.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    files: TESTS,
+    rules: { '@nx/enforce-module-boundaries': boundaries(['type:testing']) },
+  },
+  {
+    // test/ and bench/ belong to no project: whole-stack integration, end-to-end and benchmarks
+    // use any lib (the rule has no project to judge them by).
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@nx/enforce-module-boundaries': 'off' },
   },
 ];

@@ -20,27 +20,27 @@ for (const [alias, [target]] of Object.entries(swcrc.jsc.paths)) {
  */
 const SERIAL = [
   'test/e2e/',
-  'libs/services/src/analyzer/root-cause.int-spec.ts',
-  'libs/services/src/analyzer/tier-restart.int-spec.ts',
-  'libs/services/src/analyzer/tool-schema-drift-cause.int-spec.ts',
-  'libs/services/src/orchestrator/rerun-cap.int-spec.ts',
-  'libs/services/src/orchestrator/rerun-restart.int-spec.ts',
-  'libs/services/src/shadow/shadow.int-spec.ts',
+  'test/integration/analyzer/root-cause.int-spec.ts',
+  'test/integration/analyzer/tier-restart.int-spec.ts',
+  'test/integration/analyzer/tool-schema-drift-cause.int-spec.ts',
+  'test/integration/orchestrator/rerun-cap.int-spec.ts',
+  'test/integration/orchestrator/rerun-restart.int-spec.ts',
+  'test/integration/orchestrator/shadow.int-spec.ts',
   'libs/load/src/engine/run-shard.sim.int-spec.ts',
   'libs/load/src/driver/rag-retrieve-budget.int-spec.ts',
   'libs/gpu/src/scrape/sim-knee.int-spec.ts',
   'libs/semantic/src/monitor/hallucination-recall.int-spec.ts',
   'libs/load/src/engine/run-shard.spec.ts',
   'libs/load/src/driver/agents-workflow.driver.int-spec.ts',
-  'libs/services/src/orchestrator/run-abort.int-spec.ts',
+  'test/integration/orchestrator/run-abort.int-spec.ts',
   'libs/sim/src/faults/faults.int-spec.ts',
-  'libs/services/src/load-generator/breaker-gate.int-spec.ts',
+  'test/integration/load-generator/breaker-gate.int-spec.ts',
   'libs/load/src/transport/http1.client.int-spec.ts',
   'libs/load/src/driver/openai-chat.driver.http1.int-spec.ts',
   // Needs its embedding sample (USE lite, CPU-bound) to cover every prompt within 2 s runs.
-  'libs/services/src/semantic-monitor/baseline-drift.int-spec.ts',
+  'test/integration/semantic-monitor/baseline-drift.int-spec.ts',
   // Same: its 2 s runs need the USE lite worker loaded and embedding to reach 12 pairs each.
-  'libs/services/src/semantic-monitor/rag-mismatch.int-spec.ts',
+  'test/integration/semantic-monitor/rag-mismatch.int-spec.ts',
 ].map((path) => `<rootDir>/${path}`);
 
 const common = {

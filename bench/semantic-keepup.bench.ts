@@ -39,7 +39,8 @@ import {
   type SemanticSignal,
 } from '@fathom/contracts';
 import { AdaptiveSampleRate, CachedEmbedder } from '@fathom/semantic';
-import { consumerGroup, createFathomApp } from '@fathom/services';
+import { consumerGroup } from '@fathom/contracts';
+import { createFathomApp } from '@fathom/runtime';
 import { startSimProcess } from '../libs/load/src/__fixtures__/sim-process';
 
 const MONITOR_TELEMETRY_GROUP = consumerGroup('semantic-monitor', Topics.requestTelemetry);

@@ -17,8 +17,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Topics, type RequestRecord } from '@fathom/contracts';
 import { startSimProcess } from '../../libs/load/src/__fixtures__/sim-process';
 import { quantile, quantiles, type Quantiles } from '../../libs/load/src/__fixtures__/timing-accuracy';
-import { startEmbedded } from '../../libs/services/src/runtime/embedded';
-import { waitForRun } from '../../libs/services/src/runtime/run-waiter';
+import { startEmbedded } from '@fathom/runtime';
+import { waitForRun } from '@fathom/runtime';
 
 interface GroundTruth {
   fathomRequestId: string | null;

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { runServiceFromEnv } from '@fathom/services';
+import { runServiceFromEnv } from '@fathom/runtime';
 
 // The analyzer service alone, over Kafka (FATHOM_BUS=kafka, KAFKA_BROKERS) and PostgreSQL
 // (DATABASE_URL) where it needs one. `fathom up` runs all five in one process instead.

@@ -1,7 +1,7 @@
 import { busConfigFromEnv, createBus } from './bus.factory';
 import { InMemoryBus } from './in-memory.transport';
 import { KafkaBus } from './kafka.transport';
-import { recordingBusLogger } from './bus.contract';
+import { recordingBusLogger } from './bus.contract-suite';
 
 describe(busConfigFromEnv.name, () => {
   it('defaults to the in-memory bus', () => {

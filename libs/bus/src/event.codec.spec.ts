@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Topics } from '@fathom/contracts';
-import { lifecycleEvent } from './bus.contract';
+import { lifecycleEvent } from './bus.contract-suite';
 import { InvalidEventError, decodeEvent, encodeEvent } from './event.codec';
 
 describe('event codec', () => {

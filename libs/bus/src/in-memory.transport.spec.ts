@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Topics, type RunLifecycle } from '@fathom/contracts';
-import { Inbox, describeBusContract, lifecycleEvent, recordingBusLogger } from './bus.contract';
+import { Inbox, describeBusContract, lifecycleEvent, recordingBusLogger } from './bus.contract-suite';
 import { InMemoryBus } from './in-memory.transport';
 
 describeBusContract(InMemoryBus.name, () => {

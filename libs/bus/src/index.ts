@@ -11,3 +11,4 @@ export * from './partition.util';
 export * from './raw-message';
 export * from './seen-ids.lru';
 export * from './trace-context.util';
+export * from './subscribe-all.util';

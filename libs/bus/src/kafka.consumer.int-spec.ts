@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Topics, envelope, type RequestTelemetry, type RunLifecycle } from '@fathom/contracts';
 import { startKafkaBroker, testKafkaConfig, waitFor } from '@fathom/testing';
-import { Inbox, lifecycleEvent, recordingBusLogger } from './bus.contract';
+import { Inbox, lifecycleEvent, recordingBusLogger } from './bus.contract-suite';
 import { KafkaBus } from './kafka.transport';
 
 // Kafka-only behaviour (the shared contract runs in kafka.transport.int-spec.ts); a separate

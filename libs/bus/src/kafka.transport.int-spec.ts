@@ -1,5 +1,5 @@
 import { testKafkaConfig } from '@fathom/testing';
-import { describeBusContract, recordingBusLogger } from './bus.contract';
+import { describeBusContract, recordingBusLogger } from './bus.contract-suite';
 import { KafkaBus } from './kafka.transport';
 
 /** A Kafka bus on the run's shared test broker (jest global setup), quiet, fast retries. */
@@ -8,7 +8,7 @@ function testBus(config = testKafkaConfig('bus')): KafkaBus {
 }
 
 describeBusContract(KafkaBus.name, () => {
-  const config = testKafkaConfig('bus-contract');
+  const config = testKafkaConfig('bus.contract-suite');
   const buses = [testBus(config)];
   return {
     bus: buses[0],

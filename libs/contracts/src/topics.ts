@@ -117,3 +117,20 @@ export type EventOf<T extends TopicDef> = z.infer<T['schema']>;
 
 /** Every topic name, e.g. for the test broker to create up front. */
 export const ALL_TOPIC_NAMES: readonly string[] = Object.values(Topics).map((t) => t.name);
+
+/**
+ * `fathom.telemetry.request.v1` as a consumer that validates lazily subscribes to it: the
+ * envelope on arrival, the records (up to 200, each with its logprobs) one by one later. The
+ * semantic-monitor does so in time slices, because validating a whole message on arrival blocked
+ * its event loop up to ~100 ms under load (bench/semantic-keepup); a record that then fails
+ * validation dead-letters the whole message, as the bus would have. Same name, same keys.
+ */
+export const RequestTelemetryEnvelopeSchema = RequestTelemetrySchema.extend({
+  records: z.array(z.unknown()).min(1),
+});
+export type RequestTelemetryEnvelope = z.infer<typeof RequestTelemetryEnvelopeSchema>;
+export const requestTelemetryEnvelopeTopic: TopicDef<typeof RequestTelemetryEnvelopeSchema> = {
+  ...Topics.requestTelemetry,
+  schema: RequestTelemetryEnvelopeSchema,
+  keyOf: (e) => `${e.runId}/${e.id}`,
+};

@@ -10,7 +10,7 @@ let sdk: NodeSDK | null = null;
  * the SDK still runs so that trace context is created and propagated (W3C traceparent in HTTP
  * and Kafka headers) and joins with the target's traces, but nothing is exported.
  */
-export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): void {
+export function startTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): void {
   if (sdk) return;
   const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
   sdk = new NodeSDK({

@@ -11,3 +11,8 @@ export * from './repositories/run-event.repository';
 export * from './repositories/run-report.repository';
 export * from './repositories/baseline.repository';
 export * from './repositories/repositories';
+export * from './nest/storage.module';
+export * from './repositories/alert.repository';
+export * from './repositories/rerun.repository';
+export * from './repositories/schedule.repository';
+export * from './repositories/shadow.repository';

@@ -1,4 +1,4 @@
 import { openDatabase } from './database/open-database';
-import { describeStorageContract } from './storage.contract';
+import { describeStorageContract } from './storage.contract-suite';
 
 describeStorageContract('PGlite in memory', () => openDatabase({ kind: 'pglite', dataDir: null }));

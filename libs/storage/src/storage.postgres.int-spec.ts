@@ -5,7 +5,7 @@ import { PostgresDatabase } from './database/postgres.database';
 import { migrate } from './migrations/migrator';
 import { MIGRATIONS } from './migrations/migrations';
 import { RunRepository } from './repositories/run.repository';
-import { describeStorageContract } from './storage.contract';
+import { describeStorageContract } from './storage.contract-suite';
 
 /** The real server the tests and CI run against (trust auth). */
 const TEST_DATABASE_URL = process.env.FATHOM_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

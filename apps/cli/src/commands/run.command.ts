@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { request } from 'undici';
-import { CampaignValidationError, parseCampaign, startEmbedded, waitForRun } from '@fathom/services';
+import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
+import { startEmbedded, waitForRun } from '@fathom/runtime';
 import { CliExit } from '../cli-exit';
 import { formatRunSummary, type PrintableRun } from '../format/run-summary.format';
 import { readCampaignFile } from './campaign-file';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { databaseConfigFromEnv } from '@fathom/storage';
-import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/services';
+import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/runtime';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import type { CampaignSpecInput } from '@fathom/contracts';
 import { formatRunSummary } from '../format/run-summary.format';

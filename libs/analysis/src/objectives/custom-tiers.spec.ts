@@ -1,7 +1,7 @@
 import { SloTiersSchema, envelope, type TelemetryWindow } from '@fathom/contracts';
 import { decodeHistogram, encodeHistogram, mergeWindows } from '@fathom/load';
 import { RunTimeline } from '../evidence/run-timeline';
-import { BREACH_TIER } from '../slo/slo-tier.evaluator';
+import { SLO_BREACH_TIER as BREACH_TIER } from '@fathom/contracts';
 import { DEFAULT_TIER_POLICY, TierHysteresis, evaluateTiers, tierPolicyFor } from './tier.policy';
 
 /** A campaign's `slo.tiers`, as parsed from its spec: a strict gold tier and a lax bronze one. */

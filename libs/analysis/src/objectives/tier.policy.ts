@@ -1,5 +1,5 @@
 import type { RunTimeline } from '../evidence/run-timeline';
-import { BREACH_TIER } from '../slo/slo-tier.evaluator';
+import { SLO_BREACH_TIER as BREACH_TIER } from '@fathom/contracts';
 import {
   DEFAULT_TIER_SPECS,
   evaluateObjective,

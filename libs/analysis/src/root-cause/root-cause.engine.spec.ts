@@ -281,7 +281,11 @@ describe('retrieval mismatch from rag-mismatch signals', () => {
   };
 
   it('names retrieval-mismatch while the latest signal says most pairs are over the threshold', () => {
-    const signals = [ragSignal(T0 + 2_000, 'progress-0', 3, 24), ragSignal(ONSET, 'progress-1', 30, 48), ragSignal(NOW - 100, 'progress-2', 54, 72)];
+    const signals = [
+      ragSignal(T0 + 2_000, 'progress-0', 3, 24),
+      ragSignal(ONSET, 'progress-1', 30, 48),
+      ragSignal(NOW - 100, 'progress-2', 54, 72),
+    ];
 
     const sut = diagnose(timeline(signals), NOW);
 
@@ -307,7 +311,10 @@ describe('retrieval mismatch from rag-mismatch signals', () => {
     expect(diagnose(timeline([ragSignal(ONSET, 'progress-0', 9, 9)]), NOW)).toEqual([]);
     // A mismatch first, matching again in the latest signal: over.
     expect(
-      diagnose(timeline([ragSignal(T0 + 3_000, 'progress-0', 20, 24), ragSignal(ONSET, 'progress-1', 20, 60)]), NOW),
+      diagnose(
+        timeline([ragSignal(T0 + 3_000, 'progress-0', 20, 24), ragSignal(ONSET, 'progress-1', 20, 60)]),
+        NOW,
+      ),
     ).toEqual([]);
     expect(diagnose(timeline([ragSignal(NOW + 500, 'final', 54, 72)]), NOW)).toEqual([]);
   });
@@ -315,15 +322,19 @@ describe('retrieval mismatch from rag-mismatch signals', () => {
 
 describe('multi-agent workflows that oscillate or deadlock', () => {
   const agentDigest = (at: number, error: string | null): RecordDigest => ({
-    ...digest(at, [], [
-      {
-        layer: 'agent',
-        path: '/agents/run',
-        ok: error === null,
-        status: 200,
-        ...(error === null ? {} : { error }),
-      },
-    ]),
+    ...digest(
+      at,
+      [],
+      [
+        {
+          layer: 'agent',
+          path: '/agents/run',
+          ok: error === null,
+          status: 200,
+          ...(error === null ? {} : { error }),
+        },
+      ],
+    ),
     ok: error === null,
     errorClass: error === null ? null : 'other',
   });
@@ -332,7 +343,8 @@ describe('multi-agent workflows that oscillate or deadlock', () => {
     const sut = new RunTimeline();
     const digests: RecordDigest[] = [];
     let i = 0;
-    for (let at = T0 + 100; at <= NOW; at += 100) digests.push(agentDigest(at, at <= ONSET ? null : fail(i++)));
+    for (let at = T0 + 100; at <= NOW; at += 100)
+      digests.push(agentDigest(at, at <= ONSET ? null : fail(i++)));
     sut.addDigests(digests);
     return sut;
   };
@@ -357,18 +369,37 @@ describe('multi-agent workflows that oscillate or deadlock', () => {
   it('names agent-deadlock when most stuck workflows end in a wait-for cycle', () => {
     const sut = diagnose(
       timeline((i) =>
-        i % 3 === 0 ? 'workflow oscillating after 12 steps' : 'workflow deadlock: wait-for cycle a0 -> a1 -> a0 after 2 steps',
+        i % 3 === 0
+          ? 'workflow oscillating after 12 steps'
+          : 'workflow deadlock: wait-for cycle a0 -> a1 -> a0 after 2 steps',
       ),
       NOW,
     );
     expect(sut.map((c) => c.kind)).toEqual(['agent-deadlock']);
     expect(sut[0].figures).toMatchObject({ workflows: 30, oscillating: 10, deadlocked: 20, share: 1 });
-    expect(sut[0].evidence[1]).toBe('example: workflow deadlock: wait-for cycle a0 -> a1 -> a0 after 2 steps');
+    expect(sut[0].evidence[1]).toBe(
+      'example: workflow deadlock: wait-for cycle a0 -> a1 -> a0 after 2 steps',
+    );
   });
 
   it('names nothing for workflows that converge, fail otherwise, or stick too rarely', () => {
-    expect(diagnose(timeline(() => null), NOW)).toEqual([]);
-    expect(diagnose(timeline(() => 'workflow incomplete after 12 steps'), NOW)).toEqual([]);
-    expect(diagnose(timeline((i) => (i % 10 === 0 ? 'workflow oscillating after 12 steps' : null)), NOW)).toEqual([]);
+    expect(
+      diagnose(
+        timeline(() => null),
+        NOW,
+      ),
+    ).toEqual([]);
+    expect(
+      diagnose(
+        timeline(() => 'workflow incomplete after 12 steps'),
+        NOW,
+      ),
+    ).toEqual([]);
+    expect(
+      diagnose(
+        timeline((i) => (i % 10 === 0 ? 'workflow oscillating after 12 steps' : null)),
+        NOW,
+      ),
+    ).toEqual([]);
   });
 });

@@ -54,16 +54,28 @@ export class EdgeSamplingGovernor {
       this.healthyStreak = 0;
       const changed = this.current === 'full';
       this.current = 'reduced';
-      return { mode: 'reduced', changed, reason: `${load}: above ${this.cpuThreshold} % CPU and below ${this.memThreshold / 1048576} MiB free` };
+      return {
+        mode: 'reduced',
+        changed,
+        reason: `${load}: above ${this.cpuThreshold} % CPU and below ${this.memThreshold / 1048576} MiB free`,
+      };
     }
     if (this.current === 'reduced') {
       this.healthyStreak++;
       if (this.healthyStreak >= this.recoverAfter) {
         this.current = 'full';
         this.healthyStreak = 0;
-        return { mode: 'full', changed: true, reason: `${load}: recovered for ${this.recoverAfter} readings` };
+        return {
+          mode: 'full',
+          changed: true,
+          reason: `${load}: recovered for ${this.recoverAfter} readings`,
+        };
       }
-      return { mode: 'reduced', changed: false, reason: `${load}: recovering (${this.healthyStreak}/${this.recoverAfter})` };
+      return {
+        mode: 'reduced',
+        changed: false,
+        reason: `${load}: recovering (${this.healthyStreak}/${this.recoverAfter})`,
+      };
     }
     return { mode: 'full', changed: false, reason: load };
   }

@@ -43,6 +43,10 @@ export class HostResourceReader {
       cpuPct = Math.min(100, (100 * (this.hostOs.loadavg()[0] ?? 0)) / Math.max(1, cpus.length));
     }
     this.previous = { busy, total };
-    return { cpuPct: Math.max(0, Math.min(100, cpuPct)), freeMemBytes: this.hostOs.freemem(), atMs: this.now() };
+    return {
+      cpuPct: Math.max(0, Math.min(100, cpuPct)),
+      freeMemBytes: this.hostOs.freemem(),
+      atMs: this.now(),
+    };
   }
 }

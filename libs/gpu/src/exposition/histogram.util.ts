@@ -18,7 +18,10 @@ export interface HistogramSeries {
 
 /** Groups a histogram family's `_bucket`/`_sum`/`_count` samples into series by label set. */
 export function histogramSeries(family: PromFamily): HistogramSeries[] {
-  const byKey = new Map<string, { labels: Record<string, string>; buckets: HistogramBucket[]; sum?: number; count?: number }>();
+  const byKey = new Map<
+    string,
+    { labels: Record<string, string>; buckets: HistogramBucket[]; sum?: number; count?: number }
+  >();
   for (const sample of family.samples) {
     const { le, ...labels } = sample.labels;
     const key = labelKey(labels);
@@ -36,7 +39,10 @@ export function histogramSeries(family: PromFamily): HistogramSeries[] {
       series.count = sample.value;
     }
   }
-  return [...byKey.values()].map((series) => ({ ...series, buckets: series.buckets.sort((a, b) => a.le - b.le) }));
+  return [...byKey.values()].map((series) => ({
+    ...series,
+    buckets: series.buckets.sort((a, b) => a.le - b.le),
+  }));
 }
 
 /**

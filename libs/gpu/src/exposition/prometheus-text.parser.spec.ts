@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { histogramQuantile, histogramSeries } from './histogram.util';
-import { parsePrometheusText, PrometheusParseError, type PromFamily, type PromSample } from './prometheus-text.parser';
+import {
+  parsePrometheusText,
+  PrometheusParseError,
+  type PromFamily,
+  type PromSample,
+} from './prometheus-text.parser';
 import { renderPrometheusText } from './prometheus-text.renderer';
 
 describe(parsePrometheusText.name, () => {
@@ -22,11 +27,19 @@ describe(parsePrometheusText.name, () => {
     const http = sut.find((f) => f.name === 'http_requests_total');
     expect(http?.type).toBe('counter');
     expect(http?.help).toBe('The total number of HTTP requests.');
-    expect(http?.samples[0]).toEqual({ name: 'http_requests_total', labels: { method: 'post', code: '200' }, value: 1027, timestampMs: 1395066363000 });
+    expect(http?.samples[0]).toEqual({
+      name: 'http_requests_total',
+      labels: { method: 'post', code: '200' },
+      value: 1027,
+      timestampMs: 1395066363000,
+    });
     const msdos = sut.find((f) => f.name === 'msdos_file_access_time_seconds')?.samples[0];
     expect(msdos?.labels).toEqual({ path: 'C:\\DIR\\FILE.TXT', error: 'Cannot find file:\n"FILE.TXT"' });
     expect(msdos?.value).toBe(1458255915);
-    expect(sut.find((f) => f.name === 'something_weird')?.samples[0]).toMatchObject({ value: Infinity, timestampMs: -3982045 });
+    expect(sut.find((f) => f.name === 'something_weird')?.samples[0]).toMatchObject({
+      value: Infinity,
+      timestampMs: -3982045,
+    });
     expect(sut.find((f) => f.name === 'nan_metric')?.samples[0].value).toBeNaN();
     expect(sut.find((f) => f.name === 'neg_inf')?.samples[0].value).toBe(-Infinity);
     expect(sut.find((f) => f.name === 'metric_without_timestamp_and_labels')?.type).toBe('untyped');
@@ -69,7 +82,10 @@ describe(parsePrometheusText.name, () => {
     );
     expect(sut[0].samples.map((s) => s.name)).toEqual(['foo_total', 'foo_created']);
     expect(sut[0].samples[0].timestampMs).toBe(1520879607789);
-    expect(sut[1]).toMatchObject({ name: 'my.dotted.metric', samples: [{ labels: { 'le.vel': 'x' }, value: 3 }] });
+    expect(sut[1]).toMatchObject({
+      name: 'my.dotted.metric',
+      samples: [{ labels: { 'le.vel': 'x' }, value: 3 }],
+    });
   });
 
   it.each([
@@ -106,8 +122,19 @@ describe(histogramQuantile.name, () => {
 // ---- property tests --------------------------------------------------------------------------
 
 const labelName = fc.stringMatching(/^[a-zA-Z_][a-zA-Z0-9_]{0,8}$/).filter((n) => !n.startsWith('__'));
-const labelValue = fc.string({ unit: fc.oneof(fc.constantFrom('\\', '"', '\n', ' ', ',', '}', '{', '=', '#'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), fc.constantFrom('é', '中', '🚀')), maxLength: 12 });
-const value = fc.oneof(fc.double({ noNaN: false }), fc.integer().map((n) => n), fc.constantFrom(Infinity, -Infinity, NaN, 0, -0.5));
+const labelValue = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom('\\', '"', '\n', ' ', ',', '}', '{', '=', '#'),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+    fc.constantFrom('é', '中', '🚀'),
+  ),
+  maxLength: 12,
+});
+const value = fc.oneof(
+  fc.double({ noNaN: false }),
+  fc.integer().map((n) => n),
+  fc.constantFrom(Infinity, -Infinity, NaN, 0, -0.5),
+);
 const labels = fc.dictionary(labelName, labelValue, { maxKeys: 5 });
 const timestamp = fc.option(fc.integer({ min: -1e12, max: 4e12 }), { nil: undefined });
 const helpText = fc.option(fc.string({ maxLength: 20 }), { nil: undefined });
@@ -126,15 +153,22 @@ const families = fc
       // Unique names that no suffix rule can confuse.
       const name = `m${i}_x`;
       const samples: PromSample[] = f.samples.map((s) =>
-        s.timestampMs === undefined ? { name, labels: s.labels, value: s.value } : { name, labels: s.labels, value: s.value, timestampMs: s.timestampMs },
+        s.timestampMs === undefined
+          ? { name, labels: s.labels, value: s.value }
+          : { name, labels: s.labels, value: s.value, timestampMs: s.timestampMs },
       );
-      return f.help === undefined ? { name, type: f.type, samples } : { name, type: f.type, help: f.help.replace(/\r/g, '').trim(), samples };
+      return f.help === undefined
+        ? { name, type: f.type, samples }
+        : { name, type: f.type, help: f.help.replace(/\r/g, '').trim(), samples };
     }),
   );
 
 function normalise(list: PromFamily[]): unknown {
   // -0 renders as "0"; compare numbers by value.
-  return list.map((f) => ({ ...f, samples: f.samples.map((s) => ({ ...s, value: Object.is(s.value, -0) ? 0 : s.value })) }));
+  return list.map((f) => ({
+    ...f,
+    samples: f.samples.map((s) => ({ ...s, value: Object.is(s.value, -0) ? 0 : s.value })),
+  }));
 }
 
 describe('Prometheus text properties', () => {
@@ -151,9 +185,16 @@ describe('Prometheus text properties', () => {
     fc.assert(
       fc.property(labels, value, fc.integer({ min: 0, max: 1000 }), (labelSet, v, seed) => {
         const entries = Object.entries(labelSet);
-        const shuffled = [...entries].sort((a, b) => ((a[0].charCodeAt(0) * 31 + seed) % 7) - ((b[0].charCodeAt(0) * 31 + seed) % 7));
-        const render = (e: [string, string][]) => renderPrometheusText([{ name: 'x', type: 'gauge', samples: [{ name: 'x', labels: Object.fromEntries(e), value: v }] }]);
-        expect(parsePrometheusText(render(entries))[0].samples[0].labels).toEqual(parsePrometheusText(render(shuffled))[0].samples[0].labels);
+        const shuffled = [...entries].sort(
+          (a, b) => ((a[0].charCodeAt(0) * 31 + seed) % 7) - ((b[0].charCodeAt(0) * 31 + seed) % 7),
+        );
+        const render = (e: [string, string][]) =>
+          renderPrometheusText([
+            { name: 'x', type: 'gauge', samples: [{ name: 'x', labels: Object.fromEntries(e), value: v }] },
+          ]);
+        expect(parsePrometheusText(render(entries))[0].samples[0].labels).toEqual(
+          parsePrometheusText(render(shuffled))[0].samples[0].labels,
+        );
       }),
       { numRuns: 200 },
     );
@@ -162,7 +203,9 @@ describe('Prometheus text properties', () => {
   it('any label value survives escaping', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 30 }), (raw) => {
-        const text = renderPrometheusText([{ name: 'x', type: 'gauge', samples: [{ name: 'x', labels: { v: raw }, value: 1 }] }]);
+        const text = renderPrometheusText([
+          { name: 'x', type: 'gauge', samples: [{ name: 'x', labels: { v: raw }, value: 1 }] },
+        ]);
         expect(parsePrometheusText(text)[0].samples[0].labels['v']).toBe(raw);
       }),
       { numRuns: 300 },
@@ -171,23 +214,32 @@ describe('Prometheus text properties', () => {
 
   it('histograms round-trip with their buckets grouped', () => {
     fc.assert(
-      fc.property(fc.array(fc.nat({ max: 1000 }), { minLength: 1, maxLength: 6 }), fc.double({ min: 0, max: 1e6, noNaN: true }), (increments, sum) => {
-        let cumulative = 0;
-        const bounds = increments.map((_, i) => (i + 1) * 0.5);
-        const samples: PromSample[] = increments.map((inc, i) => {
-          cumulative += inc;
-          return { name: 'lat_bucket', labels: { le: String(bounds[i]) }, value: cumulative };
-        });
-        samples.push({ name: 'lat_bucket', labels: { le: '+Inf' }, value: cumulative });
-        samples.push({ name: 'lat_sum', labels: {}, value: sum }, { name: 'lat_count', labels: {}, value: cumulative });
-        const parsed = parsePrometheusText(renderPrometheusText([{ name: 'lat', type: 'histogram', samples }]));
-        expect(parsed).toHaveLength(1);
-        const [series] = histogramSeries(parsed[0]);
-        expect(series.count).toBe(cumulative);
-        expect(series.buckets.at(-1)).toEqual({ le: Infinity, count: cumulative });
-        const p50 = histogramQuantile(0.5, series.buckets);
-        if (cumulative > 0) expect(p50).toBeLessThanOrEqual(bounds.at(-1) as number);
-      }),
+      fc.property(
+        fc.array(fc.nat({ max: 1000 }), { minLength: 1, maxLength: 6 }),
+        fc.double({ min: 0, max: 1e6, noNaN: true }),
+        (increments, sum) => {
+          let cumulative = 0;
+          const bounds = increments.map((_, i) => (i + 1) * 0.5);
+          const samples: PromSample[] = increments.map((inc, i) => {
+            cumulative += inc;
+            return { name: 'lat_bucket', labels: { le: String(bounds[i]) }, value: cumulative };
+          });
+          samples.push({ name: 'lat_bucket', labels: { le: '+Inf' }, value: cumulative });
+          samples.push(
+            { name: 'lat_sum', labels: {}, value: sum },
+            { name: 'lat_count', labels: {}, value: cumulative },
+          );
+          const parsed = parsePrometheusText(
+            renderPrometheusText([{ name: 'lat', type: 'histogram', samples }]),
+          );
+          expect(parsed).toHaveLength(1);
+          const [series] = histogramSeries(parsed[0]);
+          expect(series.count).toBe(cumulative);
+          expect(series.buckets.at(-1)).toEqual({ le: Infinity, count: cumulative });
+          const p50 = histogramQuantile(0.5, series.buckets);
+          if (cumulative > 0) expect(p50).toBeLessThanOrEqual(bounds.at(-1) as number);
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -1,13 +1,7 @@
 import type { GpuSample } from '@fathom/contracts';
 
 /** Where a normalised sample was read from. */
-export type GpuSourceKind =
-  | 'dcgm'
-  | 'nvidia-smi-csv'
-  | 'nvidia-smi-xml'
-  | 'vllm'
-  | 'tgi'
-  | 'triton';
+export type GpuSourceKind = 'dcgm' | 'nvidia-smi-csv' | 'nvidia-smi-xml' | 'vllm' | 'tgi' | 'triton';
 
 /**
  * One reading in the normalised model: the contracts' `GpuSample` plus the source it came from.
@@ -49,9 +43,7 @@ export type LatencyKind = keyof typeof LATENCY_KINDS;
 export const LATENCY_QUANTILES = [0.5, 0.9, 0.99] as const;
 
 export type LatencyMetric =
-  | `${LatencyKind}_sum_s`
-  | `${LatencyKind}_count_total`
-  | `${LatencyKind}_p${50 | 90 | 99}_s`;
+  `${LatencyKind}_sum_s` | `${LatencyKind}_count_total` | `${LatencyKind}_p${50 | 90 | 99}_s`;
 
 function latencyMetrics(): Record<LatencyMetric, CanonicalMetricInfo> {
   const out: Record<string, CanonicalMetricInfo> = {};
@@ -71,8 +63,16 @@ function latencyMetrics(): Record<LatencyMetric, CanonicalMetricInfo> {
 
 /** Every metric name a sample can carry, with its unit. Units are part of the name. */
 export const CANONICAL_METRICS = {
-  gpu_util_pct: { unit: '%', kind: 'gauge', description: 'GPU busy time (any kernel running); not reported for MIG instances, where DCGM reads 0' },
-  mem_copy_util_pct: { unit: '%', kind: 'gauge', description: 'memory-controller busy time (not memory fullness)' },
+  gpu_util_pct: {
+    unit: '%',
+    kind: 'gauge',
+    description: 'GPU busy time (any kernel running); not reported for MIG instances, where DCGM reads 0',
+  },
+  mem_copy_util_pct: {
+    unit: '%',
+    kind: 'gauge',
+    description: 'memory-controller busy time (not memory fullness)',
+  },
   enc_util_pct: { unit: '%', kind: 'gauge', description: 'video encoder utilisation' },
   dec_util_pct: { unit: '%', kind: 'gauge', description: 'video decoder utilisation' },
   fb_used_mib: { unit: 'MiB', kind: 'gauge', description: 'framebuffer memory used' },
@@ -88,23 +88,51 @@ export const CANONICAL_METRICS = {
   sm_clock_mhz: { unit: 'MHz', kind: 'gauge', description: 'SM clock' },
   mem_clock_mhz: { unit: 'MHz', kind: 'gauge', description: 'memory clock' },
   fan_speed_pct: { unit: '%', kind: 'gauge', description: 'fan speed' },
-  sm_active_ratio: { unit: 'ratio', kind: 'gauge', description: 'fraction of cycles an SM has at least one warp (DCGM profiling)' },
-  sm_occupancy_ratio: { unit: 'ratio', kind: 'gauge', description: 'warps resident per SM over the maximum (DCGM profiling)' },
-  dram_active_ratio: { unit: 'ratio', kind: 'gauge', description: 'fraction of cycles the device memory interface is busy (DCGM profiling)' },
-  tensor_active_ratio: { unit: 'ratio', kind: 'gauge', description: 'fraction of cycles the tensor pipe is busy (DCGM profiling)' },
-  gr_engine_active_ratio: { unit: 'ratio', kind: 'gauge', description: 'fraction of time the graphics/compute engine is busy (DCGM profiling)' },
+  sm_active_ratio: {
+    unit: 'ratio',
+    kind: 'gauge',
+    description: 'fraction of cycles an SM has at least one warp (DCGM profiling)',
+  },
+  sm_occupancy_ratio: {
+    unit: 'ratio',
+    kind: 'gauge',
+    description: 'warps resident per SM over the maximum (DCGM profiling)',
+  },
+  dram_active_ratio: {
+    unit: 'ratio',
+    kind: 'gauge',
+    description: 'fraction of cycles the device memory interface is busy (DCGM profiling)',
+  },
+  tensor_active_ratio: {
+    unit: 'ratio',
+    kind: 'gauge',
+    description: 'fraction of cycles the tensor pipe is busy (DCGM profiling)',
+  },
+  gr_engine_active_ratio: {
+    unit: 'ratio',
+    kind: 'gauge',
+    description: 'fraction of time the graphics/compute engine is busy (DCGM profiling)',
+  },
   pcie_tx_bytes_per_s: { unit: 'B/s', kind: 'gauge', description: 'PCIe transmit rate' },
   pcie_rx_bytes_per_s: { unit: 'B/s', kind: 'gauge', description: 'PCIe receive rate' },
   pcie_replay_total: { unit: 'count', kind: 'counter', description: 'PCIe retries' },
   xid_last: { unit: 'code', kind: 'gauge', description: 'last XID error code' },
   kv_cache_usage_ratio: { unit: 'ratio', kind: 'gauge', description: 'KV-cache blocks in use (vLLM, 0..1)' },
-  prefix_cache_hit_ratio: { unit: 'ratio', kind: 'gauge', description: 'prefix-cache hit rate as reported by the server (vLLM V0 gauge)' },
+  prefix_cache_hit_ratio: {
+    unit: 'ratio',
+    kind: 'gauge',
+    description: 'prefix-cache hit rate as reported by the server (vLLM V0 gauge)',
+  },
   prefix_cache_queries_total: { unit: 'tokens', kind: 'counter', description: 'prefix-cache queried tokens' },
   prefix_cache_hits_total: { unit: 'tokens', kind: 'counter', description: 'prefix-cache hit tokens' },
   requests_running: { unit: 'requests', kind: 'gauge', description: 'requests in the running batch' },
   requests_waiting: { unit: 'requests', kind: 'gauge', description: 'requests queued' },
   requests_swapped: { unit: 'requests', kind: 'gauge', description: 'requests swapped to CPU (vLLM V0)' },
-  requests_succeeded_total: { unit: 'requests', kind: 'counter', description: 'requests finished successfully (all finish reasons)' },
+  requests_succeeded_total: {
+    unit: 'requests',
+    kind: 'counter',
+    description: 'requests finished successfully (all finish reasons)',
+  },
   requests_failed_total: { unit: 'requests', kind: 'counter', description: 'requests that failed' },
   preemptions_total: { unit: 'count', kind: 'counter', description: 'scheduler preemptions' },
   prompt_tokens_total: { unit: 'tokens', kind: 'counter', description: 'prefill tokens processed' },

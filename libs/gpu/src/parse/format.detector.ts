@@ -1,4 +1,8 @@
-import { parsePrometheusText, PrometheusParseError, type PromFamily } from '../exposition/prometheus-text.parser';
+import {
+  parsePrometheusText,
+  PrometheusParseError,
+  type PromFamily,
+} from '../exposition/prometheus-text.parser';
 import { expositionSources } from '../sources/exposition.adapter';
 import { isNvidiaSmiCsvHeader } from '../sources/nvidia-smi-csv.parser';
 
@@ -42,7 +46,8 @@ export function detectFormatDetailed(input: string): FormatDetection {
   try {
     const families = parsePrometheusText(text);
     const sampleCount = families.reduce((n, f) => n + f.samples.length, 0);
-    if (sampleCount === 0) return { format: 'unknown', reason: 'no samples: comments or HELP/TYPE lines only' };
+    if (sampleCount === 0)
+      return { format: 'unknown', reason: 'no samples: comments or HELP/TYPE lines only' };
     const sources = expositionSources(families);
     return sources.has('dcgm')
       ? { format: 'dcgm', reason: 'Prometheus exposition with DCGM field names', families }
@@ -53,7 +58,10 @@ export function detectFormatDetailed(input: string): FormatDetection {
         };
   } catch (error) {
     if (error instanceof PrometheusParseError) {
-      return { format: 'unknown', reason: `not XML, not nvidia-smi CSV, and not Prometheus text (${error.message})` };
+      return {
+        format: 'unknown',
+        reason: `not XML, not nvidia-smi CSV, and not Prometheus text (${error.message})`,
+      };
     }
     throw error;
   }

@@ -6,7 +6,12 @@ import { GPU_FIXTURES_DIR, readGpuFixture } from '../testing/fixture.util';
 import { detectFormat } from './format.detector';
 import { parseGpuText, parseGpuTextDetailed } from './gpu-text.parser';
 
-function reading(samples: readonly NormalisedSample[], gpu: string, metric: string, instance: string | null = null): NormalisedSample | undefined {
+function reading(
+  samples: readonly NormalisedSample[],
+  gpu: string,
+  metric: string,
+  instance: string | null = null,
+): NormalisedSample | undefined {
   return samples.find((s) => s.gpu === gpu && s.metric === metric && s.instance === instance);
 }
 
@@ -24,7 +29,9 @@ describe(parseGpuText.name, () => {
     it('is detected as dcgm and keyed by UUID', () => {
       expect(sut.format).toBe('dcgm');
       expect(new Set(sut.samples.map((s) => s.gpu)).size).toBe(8);
-      expect(sut.samples.every((s) => s.gpu.startsWith('GPU-') && s.instance === null && s.source === 'dcgm')).toBe(true);
+      expect(
+        sut.samples.every((s) => s.gpu.startsWith('GPU-') && s.instance === null && s.source === 'dcgm'),
+      ).toBe(true);
     });
 
     it('reads power, temperature and utilisation with their units', () => {
@@ -37,13 +44,17 @@ describe(parseGpuText.name, () => {
 
     it('gives one sample per exposition line (the capture stops after GPU 5 MEM_COPY_UTIL)', () => {
       expect(sut.samples).toHaveLength(30);
-      expect(reading(sut.samples, 'GPU-04d228d3-3b5a-3534-f5cf-969706647d56', 'mem_copy_util_pct')).toBeUndefined();
+      expect(
+        reading(sut.samples, 'GPU-04d228d3-3b5a-3534-f5cf-969706647d56', 'mem_copy_util_pct'),
+      ).toBeUndefined();
     });
   });
 
   describe('nvidia-smi -q -x', () => {
     it('DTD v12 A100 with MIG: gpu_power_readings, N/A utilisation missing, per-instance FB', () => {
-      const sut = parseGpuTextDetailed(readGpuFixture('nvidia-smi/telegraf__nvidia_smi__testdata__a100-sxm4-v12.xml'));
+      const sut = parseGpuTextDetailed(
+        readGpuFixture('nvidia-smi/telegraf__nvidia_smi__testdata__a100-sxm4-v12.xml'),
+      );
       expect(sut.format).toBe('nvidia-smi-xml');
       expect(reading(sut.samples, A100, 'power_w')).toMatchObject({ value: 67.03, unit: 'W' });
       expect(reading(sut.samples, A100, 'power_limit_w')?.value).toBe(500);
@@ -80,7 +91,10 @@ describe(parseGpuText.name, () => {
         .replace('nvsmi_device_v11.dtd', 'nvsmi_device_v13.dtd')
         .replace('<power_readings>', '<gpu_power_readings>')
         .replace('</power_readings>', '</gpu_power_readings>')
-        .replace('<power_draw>25.58 W</power_draw>', '<average_power_draw>25.58 W</average_power_draw><instant_power_draw>27.10 W</instant_power_draw>');
+        .replace(
+          '<power_draw>25.58 W</power_draw>',
+          '<average_power_draw>25.58 W</average_power_draw><instant_power_draw>27.10 W</instant_power_draw>',
+        );
       const samples = parseGpuText(v13, 'nvidia-smi-xml');
       expect(reading(samples, A10G, 'power_w')?.value).toBe(25.58);
       expect(reading(samples, A10G, 'power_instant_w')?.value).toBe(27.1);
@@ -116,14 +130,19 @@ describe(parseGpuText.name, () => {
     });
 
     it('the capture bundle: both query-gpu sections, idle then load, other tables skipped', () => {
-      const sut = parseGpuTextDetailed(readGpuFixture('nvidia-smi/nvidia_gpu_exporter__captures__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt'));
+      const sut = parseGpuTextDetailed(
+        readGpuFixture(
+          'nvidia-smi/nvidia_gpu_exporter__captures__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt',
+        ),
+      );
       expect(sut.format).toBe('nvidia-smi-csv');
       expect(sut.samples.filter((s) => s.metric === 'power_w').map((s) => s.value)).toEqual([69.85, 631.95]);
       expect(sut.samples.filter((s) => s.metric === 'fb_used_mib').map((s) => s.value)).toEqual([0, 19818]);
     });
 
     it('nounits, noheader-less minimal query and MIB fallbacks', () => {
-      const text = 'index, uuid, utilization.gpu, memory.used, power.draw, clocks.sm\n0, GPU-aaa, 37, 1024, 88.5, 1410\n1, [N/A], [Not Supported], 2048, [N/A], 1410\n';
+      const text =
+        'index, uuid, utilization.gpu, memory.used, power.draw, clocks.sm\n0, GPU-aaa, 37, 1024, 88.5, 1410\n1, [N/A], [Not Supported], 2048, [N/A], 1410\n';
       const samples = parseGpuText(text);
       expect(reading(samples, 'GPU-aaa', 'gpu_util_pct')).toMatchObject({ value: 37, unit: '%' });
       expect(reading(samples, 'GPU-aaa', 'sm_clock_mhz')?.value).toBe(1410);
@@ -134,11 +153,15 @@ describe(parseGpuText.name, () => {
   });
 
   describe('vLLM V0 /metrics (legacy names, truncated mid-histogram)', () => {
-    const sut = parseGpuTextDetailed(readGpuFixture('vllm/vllm-v0-legacy-metrics-sample__aibrix-runtime-docs.prom'));
+    const sut = parseGpuTextDetailed(
+      readGpuFixture('vllm/vllm-v0-legacy-metrics-sample__aibrix-runtime-docs.prom'),
+    );
 
     it('is detected as prometheus and keyed by server identity', () => {
       expect(sut.format).toBe('prometheus');
-      expect(new Set(sut.samples.map((s) => `${s.source}|${s.gpu}|${s.instance}`))).toEqual(new Set([`vllm|${QWEN}|null`]));
+      expect(new Set(sut.samples.map((s) => `${s.source}|${s.gpu}|${s.instance}`))).toEqual(
+        new Set([`vllm|${QWEN}|null`]),
+      );
     });
 
     it('maps legacy gpu_cache_usage_perc and counters; -1 hit rate is missing', () => {
@@ -191,6 +214,8 @@ describe(parseGpuText.name, () => {
   it('refuses a forced format that does not fit', () => {
     expect(() => parseGpuText('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 30', 'nvidia-smi-xml')).toThrow(GpuParseError);
     expect(() => parseGpuText('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 30', 'nvidia-smi-csv')).toThrow(/CSV header/);
-    expect(() => parseGpuText(readGpuFixture('nvidia-smi/h100-query-gpu-full-load.csv'), 'prometheus')).toThrow(/not Prometheus text/);
+    expect(() =>
+      parseGpuText(readGpuFixture('nvidia-smi/h100-query-gpu-full-load.csv'), 'prometheus'),
+    ).toThrow(/not Prometheus text/);
   });
 });

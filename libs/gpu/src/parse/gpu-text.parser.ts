@@ -1,4 +1,8 @@
-import { parsePrometheusText, PrometheusParseError, type PromFamily } from '../exposition/prometheus-text.parser';
+import {
+  parsePrometheusText,
+  PrometheusParseError,
+  type PromFamily,
+} from '../exposition/prometheus-text.parser';
 import { GpuParseError } from '../model/gpu-parse.error';
 import type { NormalisedSample } from '../model/gpu-sample.model';
 import { adaptExposition, type ExpositionAdaptOptions } from '../sources/exposition.adapter';
@@ -45,11 +49,13 @@ export function parseGpuTextDetailed(
         try {
           families = parsePrometheusText(text);
         } catch (error) {
-          if (error instanceof PrometheusParseError) throw new GpuParseError(`not Prometheus text: ${error.message}`);
+          if (error instanceof PrometheusParseError)
+            throw new GpuParseError(`not Prometheus text: ${error.message}`);
           throw error;
         }
       }
-      if (families.every((f) => f.samples.length === 0)) throw new GpuParseError('Prometheus text has no samples');
+      if (families.every((f) => f.samples.length === 0))
+        throw new GpuParseError('Prometheus text has no samples');
       return { format: resolved, samples: adaptExposition(families, options) };
     }
   }

@@ -19,7 +19,10 @@ describe('a real H200 captured with the collector query and with -q -x', () => {
     const asked = nvidiaSmiArgs()[0].slice('--query-gpu='.length).split(',');
     const got = header.split(',').map((c) => c.replace(/\[.*\]/, '').trim());
     expect(got).toHaveLength(asked.length);
-    expect(got.filter((name, i) => name !== asked[i])).toEqual(['clocks.current.sm', 'clocks.current.memory']);
+    expect(got.filter((name, i) => name !== asked[i])).toEqual([
+      'clocks.current.sm',
+      'clocks.current.memory',
+    ]);
   });
 
   it('reads the idle CSV: nothing used, 141 GiB of framebuffer, idle clocks', () => {
@@ -75,7 +78,9 @@ describe('a real H200 captured with the collector query and with -q -x', () => {
     });
     // used + free + reserved = total on both captures, within the 2 MiB that rounding three values to the MiB allows
     for (const v of [values(idle.samples), loaded]) {
-      expect(Math.abs(v.fb_used_mib + v.fb_free_mib + v.fb_reserved_mib - v.fb_total_mib)).toBeLessThanOrEqual(2);
+      expect(
+        Math.abs(v.fb_used_mib + v.fb_free_mib + v.fb_reserved_mib - v.fb_total_mib),
+      ).toBeLessThanOrEqual(2);
     }
     expect(values(idle.samples)).toMatchObject({ gpu_util_pct: 0, fb_used_mib: 0, sm_clock_mhz: 345 });
   });

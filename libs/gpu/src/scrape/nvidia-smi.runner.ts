@@ -24,23 +24,41 @@ export function runNvidiaSmi(options: NvidiaSmiRunOptions = {}): Promise<ScrapeR
   const timeoutMs = options.timeoutMs ?? 10_000;
   const started = Date.now();
   return new Promise((resolve) => {
-    execFile(binary, nvidiaSmiArgs(), { timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {
-      const durationMs = Date.now() - started;
-      const gap = (health: 'down' | 'timeout' | 'garbage', message: string): ScrapeResult => ({ health, samples: [], error: message, durationMs });
-      if (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') return resolve(gap('down', `${binary} not found: no NVIDIA driver tools on this host`));
-        if (code === 'EACCES') return resolve(gap('down', `${binary} is not executable`));
-        if (error.killed || error.signal === 'SIGTERM') return resolve(gap('timeout', `${binary} did not finish within ${timeoutMs} ms`));
-        const detail = `${String(stderr).trim() || String(stdout).trim()}`.split('\n')[0];
-        return resolve(gap('down', `${binary} exited with ${String(code ?? error.signal)}${detail ? `: ${detail}` : ''}`));
-      }
-      try {
-        resolve({ health: 'ok', samples: parseNvidiaSmiCsv(String(stdout)), durationMs });
-      } catch (parseError) {
-        if (parseError instanceof GpuParseError) return resolve(gap('garbage', `${binary}: ${parseError.message}`));
-        resolve(gap('garbage', `${binary}: ${String(parseError)}`));
-      }
-    });
+    execFile(
+      binary,
+      nvidiaSmiArgs(),
+      { timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024, windowsHide: true },
+      (error, stdout, stderr) => {
+        const durationMs = Date.now() - started;
+        const gap = (health: 'down' | 'timeout' | 'garbage', message: string): ScrapeResult => ({
+          health,
+          samples: [],
+          error: message,
+          durationMs,
+        });
+        if (error) {
+          const code = (error as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT')
+            return resolve(gap('down', `${binary} not found: no NVIDIA driver tools on this host`));
+          if (code === 'EACCES') return resolve(gap('down', `${binary} is not executable`));
+          if (error.killed || error.signal === 'SIGTERM')
+            return resolve(gap('timeout', `${binary} did not finish within ${timeoutMs} ms`));
+          const detail = `${String(stderr).trim() || String(stdout).trim()}`.split('\n')[0];
+          return resolve(
+            gap(
+              'down',
+              `${binary} exited with ${String(code ?? error.signal)}${detail ? `: ${detail}` : ''}`,
+            ),
+          );
+        }
+        try {
+          resolve({ health: 'ok', samples: parseNvidiaSmiCsv(String(stdout)), durationMs });
+        } catch (parseError) {
+          if (parseError instanceof GpuParseError)
+            return resolve(gap('garbage', `${binary}: ${parseError.message}`));
+          resolve(gap('garbage', `${binary}: ${String(parseError)}`));
+        }
+      },
+    );
   });
 }

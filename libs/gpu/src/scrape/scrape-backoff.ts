@@ -24,7 +24,9 @@ export class ScrapeBackoff {
     this.factor = options.factor ?? 2;
     this.initialMs = options.initialBackoffMs ?? options.intervalMs;
     if (!(options.intervalMs > 0) || !(this.factor >= 1) || !(options.maxBackoffMs >= this.initialMs)) {
-      throw new Error('ScrapeBackoff: need intervalMs > 0, factor >= 1 and maxBackoffMs >= the initial backoff');
+      throw new Error(
+        'ScrapeBackoff: need intervalMs > 0, factor >= 1 and maxBackoffMs >= the initial backoff',
+      );
     }
   }
 

@@ -27,7 +27,10 @@ export interface ScrapeResult {
 }
 
 /** The subset of `fetch` this module needs (undici's by default; injectable for tests). */
-export type FetchLike = (url: string, init: { signal: AbortSignal; headers: Record<string, string> }) => Promise<{
+export type FetchLike = (
+  url: string,
+  init: { signal: AbortSignal; headers: Record<string, string> },
+) => Promise<{
   ok: boolean;
   status: number;
   text(): Promise<string>;
@@ -35,7 +38,10 @@ export type FetchLike = (url: string, init: { signal: AbortSignal; headers: Reco
 
 const ACCEPT = 'text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1';
 
-export async function scrapeSource(target: ScrapeTarget, fetchImpl: FetchLike = undiciFetch as unknown as FetchLike): Promise<ScrapeResult> {
+export async function scrapeSource(
+  target: ScrapeTarget,
+  fetchImpl: FetchLike = undiciFetch as unknown as FetchLike,
+): Promise<ScrapeResult> {
   const started = Date.now();
   const controller = new AbortController();
   let timedOut = false;
@@ -52,7 +58,10 @@ export async function scrapeSource(target: ScrapeTarget, fetchImpl: FetchLike = 
   try {
     let body: string;
     try {
-      const response = await fetchImpl(target.url, { signal: controller.signal, headers: { accept: ACCEPT } });
+      const response = await fetchImpl(target.url, {
+        signal: controller.signal,
+        headers: { accept: ACCEPT },
+      });
       if (!response.ok) {
         // Drain so the connection can be reused; the body is not a reading.
         await response.text().catch(() => undefined);
@@ -60,7 +69,8 @@ export async function scrapeSource(target: ScrapeTarget, fetchImpl: FetchLike = 
       }
       body = await response.text();
     } catch (error) {
-      if (timedOut) return gap('timeout', `no complete response from ${target.url} within ${target.timeoutMs} ms`);
+      if (timedOut)
+        return gap('timeout', `no complete response from ${target.url} within ${target.timeoutMs} ms`);
       return gap('down', `${target.url}: ${describe(error)}`);
     }
     try {
@@ -78,7 +88,10 @@ export async function scrapeSource(target: ScrapeTarget, fetchImpl: FetchLike = 
 function describe(error: unknown): string {
   if (error instanceof Error) {
     const cause = (error as Error & { cause?: unknown }).cause;
-    const code = cause && typeof cause === 'object' && 'code' in cause ? ` (${String((cause as { code: unknown }).code)})` : '';
+    const code =
+      cause && typeof cause === 'object' && 'code' in cause
+        ? ` (${String((cause as { code: unknown }).code)})`
+        : '';
     const causeMessage = cause instanceof Error ? `: ${cause.message}` : '';
     return `${error.message}${causeMessage}${code}`;
   }

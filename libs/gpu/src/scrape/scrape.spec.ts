@@ -52,7 +52,10 @@ describe(scrapeSource.name, () => {
     const sut = await scrapeSource({ url: `${base}/metrics`, format: 'auto', timeoutMs: 2000 });
     expect(sut.health).toBe('ok');
     expect(sut.samples).toHaveLength(30);
-    expect(sut.samples.find((s) => s.metric === 'power_w' && s.gpu === 'GPU-c4529c8d-69c4-b61d-e0bc-7b2460096005')?.value).toBe(113.611);
+    expect(
+      sut.samples.find((s) => s.metric === 'power_w' && s.gpu === 'GPU-c4529c8d-69c4-b61d-e0bc-7b2460096005')
+        ?.value,
+    ).toBe(113.611);
   });
 
   it('reports a 503 as down, with no samples', async () => {
@@ -65,7 +68,11 @@ describe(scrapeSource.name, () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    const sut = await scrapeSource({ url: `http://127.0.0.1:${port}/metrics`, format: 'dcgm', timeoutMs: 2000 });
+    const sut = await scrapeSource({
+      url: `http://127.0.0.1:${port}/metrics`,
+      format: 'dcgm',
+      timeoutMs: 2000,
+    });
     expect(sut.health).toBe('down');
     expect(sut.samples).toEqual([]);
     expect(sut.error).toMatch(/ECONNREFUSED|fetch failed/);
@@ -89,7 +96,9 @@ describe(ScrapeBackoff.name, () => {
   it('grows exponentially to the cap and resets on success', () => {
     const sut = new ScrapeBackoff({ intervalMs: 1000, initialBackoffMs: 500, factor: 2, maxBackoffMs: 3000 });
     expect(sut.record('ok')).toBe(1000);
-    expect(['down', 'timeout', 'garbage', 'down', 'down'].map((h) => sut.record(h as 'down'))).toEqual([500, 1000, 2000, 3000, 3000]);
+    expect(['down', 'timeout', 'garbage', 'down', 'down'].map((h) => sut.record(h as 'down'))).toEqual([
+      500, 1000, 2000, 3000, 3000,
+    ]);
     expect(sut.consecutiveFailures).toBe(5);
     expect(sut.record('ok')).toBe(1000);
     expect(sut.record('down')).toBe(500);
@@ -129,7 +138,10 @@ describe(runNvidiaSmi.name, () => {
   });
 
   it('reports a driver failure (non-zero exit) as down with its message', async () => {
-    const fake = script('failing', 'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver." >&2; exit 9');
+    const fake = script(
+      'failing',
+      'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver." >&2; exit 9',
+    );
     const sut = await runNvidiaSmi({ binary: fake });
     expect(sut.health).toBe('down');
     expect(sut.error).toContain("couldn't communicate");

@@ -41,7 +41,14 @@ export function memoryBandwidthSaturation(
   for (const entry of byKey.values()) {
     const basis = entry.dram !== undefined ? 'dram_active' : 'mem_copy_util';
     const utilisation = (entry.dram ?? entry.memCopy) as number;
-    out.push({ gpu: entry.gpu, instance: entry.instance, saturated: utilisation > threshold, utilisation, basis, threshold });
+    out.push({
+      gpu: entry.gpu,
+      instance: entry.instance,
+      saturated: utilisation > threshold,
+      utilisation,
+      basis,
+      threshold,
+    });
   }
   return out;
 }

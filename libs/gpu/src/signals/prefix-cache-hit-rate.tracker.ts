@@ -35,7 +35,8 @@ export class PrefixCacheHitRateTracker {
         gauges.set(sample.gpu, sample.value);
         continue;
       }
-      if (sample.metric !== 'prefix_cache_hits_total' && sample.metric !== 'prefix_cache_queries_total') continue;
+      if (sample.metric !== 'prefix_cache_hits_total' && sample.metric !== 'prefix_cache_queries_total')
+        continue;
       const engines = current.get(sample.gpu) ?? new Map<string, Partial<EngineReading>>();
       current.set(sample.gpu, engines);
       const engine = sample.instance ?? '';
@@ -65,7 +66,13 @@ export class PrefixCacheHitRateTracker {
       }
       this.previous.set(server, next);
       if (baselined && queriesDelta > 0) {
-        points.push({ server, atMs, hitRate: Math.min(1, hitsDelta / queriesDelta), hitsDelta, queriesDelta });
+        points.push({
+          server,
+          atMs,
+          hitRate: Math.min(1, hitsDelta / queriesDelta),
+          hitsDelta,
+          queriesDelta,
+        });
       }
     }
     for (const [server, ratio] of gauges) {

@@ -42,7 +42,13 @@ describe(PrefixCacheHitRateTracker.name, () => {
     expect(sut.observe(vllmScrape({ '0': [0, 0], '1': [0, 0] }), 0)).toEqual([]);
     // engine 0: 90/100 hits, engine 1: 10/300 -> 100/400 = 0.25 (not the mean of 0.9 and 0.033)
     const [point] = sut.observe(vllmScrape({ '0': [90, 100], '1': [10, 300] }), 15_000);
-    expect(point).toEqual({ server: 'vllm/m', atMs: 15_000, hitRate: 0.25, hitsDelta: 100, queriesDelta: 400 });
+    expect(point).toEqual({
+      server: 'vllm/m',
+      atMs: 15_000,
+      hitRate: 0.25,
+      hitsDelta: 100,
+      queriesDelta: 400,
+    });
   });
 
   it('handles an engine restart (counters reset) without a negative or >1 rate', () => {
@@ -89,11 +95,14 @@ describe(SlidingWindowVariance.name, () => {
 
   it('matches the batch variance (property)', () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 2, maxLength: 40 }), (values) => {
-        const sut = new SlidingWindowVariance({ maxPoints: 1000 });
-        values.forEach((v, i) => sut.add(v, i));
-        expect(sut.variance()).toBeCloseTo(variance(values) as number, 10);
-      }),
+      fc.property(
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 2, maxLength: 40 }),
+        (values) => {
+          const sut = new SlidingWindowVariance({ maxPoints: 1000 });
+          values.forEach((v, i) => sut.add(v, i));
+          expect(sut.variance()).toBeCloseTo(variance(values) as number, 10);
+        },
+      ),
     );
   });
 });
@@ -122,7 +131,10 @@ describe(smUtilisationHeatMap.name, () => {
     const at = (atMs: number, text: string) => ({ atMs, samples: parseGpuText(text) });
     const sut = smUtilisationHeatMap(
       [
-        at(0, 'DCGM_FI_PROF_SM_ACTIVE{UUID="GPU-a"} 0.2\nDCGM_FI_DEV_GPU_UTIL{UUID="GPU-a"} 100\nDCGM_FI_DEV_GPU_UTIL{UUID="GPU-b"} 50'),
+        at(
+          0,
+          'DCGM_FI_PROF_SM_ACTIVE{UUID="GPU-a"} 0.2\nDCGM_FI_DEV_GPU_UTIL{UUID="GPU-a"} 100\nDCGM_FI_DEV_GPU_UTIL{UUID="GPU-b"} 50',
+        ),
         at(4000, 'DCGM_FI_PROF_SM_ACTIVE{UUID="GPU-a"} 0.4'),
         at(12_000, 'DCGM_FI_PROF_SM_ACTIVE{UUID="GPU-a"} 0.9\nDCGM_FI_DEV_GPU_UTIL{UUID="GPU-b"} 100'),
       ],

@@ -31,7 +31,12 @@ export function smUtilisationHeatMap(snapshots: readonly TimedSnapshot[], bucket
       if (s.metric !== 'sm_active_ratio' && s.metric !== 'gpu_util_pct') continue;
       const row = s.instance === null ? s.gpu : `${s.gpu}/${s.instance}`;
       if (s.metric === 'sm_active_ratio') rowsWithSmActive.add(row);
-      readings.push({ row, atMs: snapshot.atMs, metric: s.metric, value: s.metric === 'gpu_util_pct' ? s.value / 100 : s.value });
+      readings.push({
+        row,
+        atMs: snapshot.atMs,
+        metric: s.metric,
+        value: s.metric === 'gpu_util_pct' ? s.value / 100 : s.value,
+      });
     }
   }
   if (readings.length === 0) return { rows: [], bucketMs, bucketStartsMs: [], cells: [], basis: [] };

@@ -1,4 +1,9 @@
-import { dedupeSamples, makeSample, type CanonicalMetric, type NormalisedSample } from '../model/gpu-sample.model';
+import {
+  dedupeSamples,
+  makeSample,
+  type CanonicalMetric,
+  type NormalisedSample,
+} from '../model/gpu-sample.model';
 import { isDcgmSentinel, toRatio } from '../model/reading.util';
 import type { SampleIndex, SeriesKey } from './sample-index.util';
 
@@ -95,7 +100,8 @@ export function dcgmKey(labels: Readonly<Record<string, string>>): SeriesKey | u
   const uuid = labels['UUID'] || labels['uuid'];
   const host = labels['Hostname'] || labels['hostname'];
   const index = labels['gpu'];
-  const gpu = uuid || (index !== undefined && index !== '' ? (host ? `${host}/${index}` : index) : labels['device']);
+  const gpu =
+    uuid || (index !== undefined && index !== '' ? (host ? `${host}/${index}` : index) : labels['device']);
   if (!gpu) return undefined;
   const gi = labels['GPU_I_ID'];
   return { gpu, instance: gi !== undefined && gi !== '' ? gi : null };

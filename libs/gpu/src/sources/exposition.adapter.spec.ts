@@ -6,7 +6,12 @@ import { adaptExposition } from './exposition.adapter';
 
 const adapt = (text: string, serverId?: string) => adaptExposition(parsePrometheusText(text), { serverId });
 const find = (samples: readonly NormalisedSample[], metric: string, gpu?: string, instance?: string | null) =>
-  samples.filter((s) => s.metric === metric && (gpu === undefined || s.gpu === gpu) && (instance === undefined || s.instance === instance));
+  samples.filter(
+    (s) =>
+      s.metric === metric &&
+      (gpu === undefined || s.gpu === gpu) &&
+      (instance === undefined || s.instance === instance),
+  );
 
 /** Field names from a dcgm-exporter counters CSV, commented-out ones included. */
 function csvFields(file: string): string[] {
@@ -35,7 +40,9 @@ describe('dcgm adapter', () => {
     const mapped = enabled.map((m) => m[1]).filter((f) => f in DCGM_FIELD_MAP);
     const text = mapped.map((f) => `${f}{gpu="0",uuid="GPU-x"} 0.5`).join('\n');
     const samples = adapt(text);
-    expect(samples.map((s) => s.metric).sort()).toEqual([...new Set(mapped.map((f) => DCGM_FIELD_MAP[f].metric))].sort());
+    expect(samples.map((s) => s.metric).sort()).toEqual(
+      [...new Set(mapped.map((f) => DCGM_FIELD_MAP[f].metric))].sort(),
+    );
     expect(samples.every((s) => s.value === 0.5 && s.gpu === 'GPU-x')).toBe(true);
   });
 
@@ -76,7 +83,9 @@ describe('dcgm adapter', () => {
   });
 
   it('reads legacy -o names with the lowercase uuid label', () => {
-    const samples = adapt('dcgm_power_usage{gpu="2",uuid="GPU-old"} 250.5\ndcgm_fi_prof_dram_active{gpu="2",uuid="GPU-old"} 0.83');
+    const samples = adapt(
+      'dcgm_power_usage{gpu="2",uuid="GPU-old"} 250.5\ndcgm_fi_prof_dram_active{gpu="2",uuid="GPU-old"} 0.83',
+    );
     expect(find(samples, 'power_w', 'GPU-old')[0]?.value).toBe(250.5);
     expect(find(samples, 'dram_active_ratio', 'GPU-old')[0]?.value).toBe(0.83);
   });
@@ -116,7 +125,9 @@ interface CatalogMetric {
 describe('vllm adapter', () => {
   /** A V1-style exposition with every catalogued counter/gauge, two engines, labels in odd order. */
   function v1Exposition(): string {
-    const catalog = JSON.parse(readGpuFixture('vllm/vllm-metrics-catalog.json')) as { metrics: CatalogMetric[] };
+    const catalog = JSON.parse(readGpuFixture('vllm/vllm-metrics-catalog.json')) as {
+      metrics: CatalogMetric[];
+    };
     const lines: string[] = [];
     for (const metric of catalog.metrics) {
       if (metric.type !== 'gauge' && metric.type !== 'counter') continue;
@@ -151,13 +162,17 @@ describe('vllm adapter', () => {
         `${name}_sum{model_name="m"} ${7 * scale}`,
         `${name}_count{model_name="m"} ${100 * scale}`,
       ].join('\n');
-    const samples = adapt(`${histogram('vllm:time_per_output_token_seconds', 2)}\n${histogram('vllm:inter_token_latency_seconds', 1)}\n${histogram('vllm:time_to_first_token_seconds', 1)}`);
+    const samples = adapt(
+      `${histogram('vllm:time_per_output_token_seconds', 2)}\n${histogram('vllm:inter_token_latency_seconds', 1)}\n${histogram('vllm:time_to_first_token_seconds', 1)}`,
+    );
     expect(find(samples, 'itl_count_total')[0]?.value).toBe(100);
     expect(find(samples, 'itl_sum_s')[0]).toMatchObject({ value: 7, unit: 's' });
     expect(find(samples, 'itl_p50_s')[0]?.value).toBeCloseTo(0.1);
     expect(find(samples, 'ttft_p99_s')[0]?.value).toBeCloseTo(0.982);
     // Only the old name present: it still gives itl.
-    expect(find(adapt(histogram('vllm:time_per_output_token_seconds', 2)), 'itl_count_total')[0]?.value).toBe(200);
+    expect(find(adapt(histogram('vllm:time_per_output_token_seconds', 2)), 'itl_count_total')[0]?.value).toBe(
+      200,
+    );
   });
 
   it('uses the scraper-given server id when there is one', () => {

@@ -31,7 +31,10 @@ export function expositionSources(families: readonly PromFamily[]): Set<'dcgm' |
  * federation endpoint, Triton's GPU + model metrics), so all adapters run; each only reads its
  * own metric names.
  */
-export function adaptExposition(families: readonly PromFamily[], options: ExpositionAdaptOptions = {}): NormalisedSample[] {
+export function adaptExposition(
+  families: readonly PromFamily[],
+  options: ExpositionAdaptOptions = {},
+): NormalisedSample[] {
   const index = indexSamples(families);
   return [
     ...adaptDcgm(index),

@@ -119,10 +119,14 @@ export function parseNvidiaSmiCsv(text: string): NormalisedSample[] {
     }
   }
   if (blocks === 0) {
-    throw new GpuParseError('no nvidia-smi --query-gpu CSV header found (expected e.g. "index, uuid, utilization.gpu [%], ...")');
+    throw new GpuParseError(
+      'no nvidia-smi --query-gpu CSV header found (expected e.g. "index, uuid, utilization.gpu [%], ...")',
+    );
   }
   if (goodRows === 0 && badRows > 0) {
-    throw new GpuParseError(`nvidia-smi CSV: no row has as many fields as its header (${badRows} rows rejected)`);
+    throw new GpuParseError(
+      `nvidia-smi CSV: no row has as many fields as its header (${badRows} rows rejected)`,
+    );
   }
   return samples;
 }

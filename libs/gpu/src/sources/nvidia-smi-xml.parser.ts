@@ -46,7 +46,11 @@ export function parseNvidiaSmiXml(textIn: string): NormalisedSample[] {
   const gpus = Array.isArray(log['gpu']) ? (log['gpu'] as XmlNode[]) : [];
   const out: NormalisedSample[] = [];
   gpus.forEach((gpu, position) => {
-    const id = text(gpu, 'uuid') ?? text(gpu, 'minor_number') ?? (gpu['@_id'] as string | undefined) ?? String(position);
+    const id =
+      text(gpu, 'uuid') ??
+      text(gpu, 'minor_number') ??
+      (gpu['@_id'] as string | undefined) ??
+      String(position);
     const push = (metric: CanonicalMetric, value: number | undefined, instance: string | null = null) => {
       const sample = makeSample('nvidia-smi-xml', id, instance, metric, value);
       if (sample) out.push(sample);
@@ -69,7 +73,10 @@ export function parseNvidiaSmiXml(textIn: string): NormalisedSample[] {
     const power = child(gpu, 'gpu_power_readings') ?? child(gpu, 'power_readings');
     push('power_w', num(power, 'average_power_draw') ?? num(power, 'power_draw'));
     push('power_instant_w', num(power, 'instant_power_draw'));
-    push('power_limit_w', num(power, 'enforced_power_limit') ?? num(power, 'current_power_limit') ?? num(power, 'power_limit'));
+    push(
+      'power_limit_w',
+      num(power, 'enforced_power_limit') ?? num(power, 'current_power_limit') ?? num(power, 'power_limit'),
+    );
 
     const temperature = child(gpu, 'temperature');
     push('temperature_c', num(temperature, 'gpu_temp'));

@@ -17,7 +17,8 @@ const BYTES_PER_MIB = 1024 * 1024;
  *   Keyed gpu = `serverId` or `triton/<model>`, instance = `version`.
  */
 export function adaptTriton(index: SampleIndex, serverId?: string): NormalisedSample[] {
-  const gpuKey: KeyOf = (labels) => (labels['gpu_uuid'] ? { gpu: labels['gpu_uuid'], instance: null } : undefined);
+  const gpuKey: KeyOf = (labels) =>
+    labels['gpu_uuid'] ? { gpu: labels['gpu_uuid'], instance: null } : undefined;
   const modelKey: KeyOf = (labels) => ({
     gpu: serverId ?? `triton/${labels['model'] || 'unknown'}`,
     instance: labels['version'] !== undefined && labels['version'] !== '' ? labels['version'] : null,
@@ -31,19 +32,61 @@ export function adaptTriton(index: SampleIndex, serverId?: string): NormalisedSa
         return r === undefined ? undefined : r * 100;
       },
     }),
-    ...emitScalar(index, 'triton', ['nv_gpu_memory_used_bytes'], 'fb_used_mib', gpuKey, { mode: 'first', convert: (v) => v / BYTES_PER_MIB }),
-    ...emitScalar(index, 'triton', ['nv_gpu_memory_total_bytes'], 'fb_total_mib', gpuKey, { mode: 'first', convert: (v) => v / BYTES_PER_MIB }),
+    ...emitScalar(index, 'triton', ['nv_gpu_memory_used_bytes'], 'fb_used_mib', gpuKey, {
+      mode: 'first',
+      convert: (v) => v / BYTES_PER_MIB,
+    }),
+    ...emitScalar(index, 'triton', ['nv_gpu_memory_total_bytes'], 'fb_total_mib', gpuKey, {
+      mode: 'first',
+      convert: (v) => v / BYTES_PER_MIB,
+    }),
     ...emitScalar(index, 'triton', ['nv_gpu_power_usage'], 'power_w', gpuKey, first),
     ...emitScalar(index, 'triton', ['nv_gpu_power_limit'], 'power_limit_w', gpuKey, first),
-    ...emitScalar(index, 'triton', ['nv_energy_consumption', 'nv_energy_consumption_total'], 'energy_mj', gpuKey, {
-      mode: 'first',
-      convert: (joules) => joules * 1000,
+    ...emitScalar(
+      index,
+      'triton',
+      ['nv_energy_consumption', 'nv_energy_consumption_total'],
+      'energy_mj',
+      gpuKey,
+      {
+        mode: 'first',
+        convert: (joules) => joules * 1000,
+      },
+    ),
+    ...emitScalar(index, 'triton', ['nv_inference_pending_request_count'], 'requests_waiting', modelKey, {
+      mode: 'sum',
     }),
-    ...emitScalar(index, 'triton', ['nv_inference_pending_request_count'], 'requests_waiting', modelKey, { mode: 'sum' }),
-    ...emitScalar(index, 'triton', ['nv_inference_request_success', 'nv_inference_request_success_total'], 'requests_succeeded_total', modelKey, { mode: 'sum' }),
-    ...emitScalar(index, 'triton', ['nv_inference_request_failure', 'nv_inference_request_failure_total'], 'requests_failed_total', modelKey, { mode: 'sum' }),
-    ...emitScalar(index, 'triton', ['nv_inference_request_duration_us'], 'e2e_sum_s', modelKey, { mode: 'sum', convert: (us) => us / 1e6 }),
-    ...emitScalar(index, 'triton', ['nv_inference_queue_duration_us'], 'queue_sum_s', modelKey, { mode: 'sum', convert: (us) => us / 1e6 }),
-    ...emitLatencyHistogram(index, 'triton', ['nv_inference_first_response_histogram_ms'], 'ttft', modelKey, 1e-3),
+    ...emitScalar(
+      index,
+      'triton',
+      ['nv_inference_request_success', 'nv_inference_request_success_total'],
+      'requests_succeeded_total',
+      modelKey,
+      { mode: 'sum' },
+    ),
+    ...emitScalar(
+      index,
+      'triton',
+      ['nv_inference_request_failure', 'nv_inference_request_failure_total'],
+      'requests_failed_total',
+      modelKey,
+      { mode: 'sum' },
+    ),
+    ...emitScalar(index, 'triton', ['nv_inference_request_duration_us'], 'e2e_sum_s', modelKey, {
+      mode: 'sum',
+      convert: (us) => us / 1e6,
+    }),
+    ...emitScalar(index, 'triton', ['nv_inference_queue_duration_us'], 'queue_sum_s', modelKey, {
+      mode: 'sum',
+      convert: (us) => us / 1e6,
+    }),
+    ...emitLatencyHistogram(
+      index,
+      'triton',
+      ['nv_inference_first_response_histogram_ms'],
+      'ttft',
+      modelKey,
+      1e-3,
+    ),
   ]);
 }

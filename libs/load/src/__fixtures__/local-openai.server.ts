@@ -31,7 +31,12 @@ export async function startLocalOpenAi(
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
-      const seen: ReceivedRequest = { headers: req.headers, body, receivedMono: performance.now(), emitMono: [] };
+      const seen: ReceivedRequest = {
+        headers: req.headers,
+        body,
+        receivedMono: performance.now(),
+        emitMono: [],
+      };
       received.push(seen);
       answer(behave(req, body), res, seen);
     });
@@ -83,7 +88,9 @@ function answer(b: Behaviour, res: ServerResponse, seen: ReceivedRequest): void 
             id: 'c1',
             object: 'chat.completion',
             model: 'm',
-            choices: [{ index: 0, message: { role: 'assistant', content: 'hello there' }, finish_reason: 'stop' }],
+            choices: [
+              { index: 0, message: { role: 'assistant', content: 'hello there' }, finish_reason: 'stop' },
+            ],
             usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
           }),
         );
@@ -96,7 +103,12 @@ function answer(b: Behaviour, res: ServerResponse, seen: ReceivedRequest): void 
       const next = () => {
         if (res.destroyed) return;
         if (i === b.tokens) {
-          const last = { id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'length' }] };
+          const last = {
+            id: 'c1',
+            object: 'chat.completion.chunk',
+            model: 'm',
+            choices: [{ index: 0, delta: {}, finish_reason: 'length' }],
+          };
           res.write(`data: ${JSON.stringify(last)}\n\n`);
           if (b.usage !== false)
             res.write(

@@ -1,6 +1,14 @@
 import { AimdController } from './aimd.controller';
 
-const settings = { p95BudgetMs: 100, gpuMemoryCeiling: 0.9, initialConcurrency: 4, minConcurrency: 1, maxConcurrency: 10, increaseStep: 1, decreaseFactor: 0.5 };
+const settings = {
+  p95BudgetMs: 100,
+  gpuMemoryCeiling: 0.9,
+  initialConcurrency: 4,
+  minConcurrency: 1,
+  maxConcurrency: 10,
+  increaseStep: 1,
+  decreaseFactor: 0.5,
+};
 
 describe(AimdController.name, () => {
   it('adds one user per interval under budget, up to the maximum', () => {
@@ -18,7 +26,11 @@ describe(AimdController.name, () => {
 
   it('backs off and shrinks the input-length mix when GPU memory is over the ceiling', () => {
     const sut = new AimdController(settings);
-    expect(sut.update(10, 0.95)).toMatchObject({ concurrency: 2, inputScale: 0.5, reason: 'gpu-memory-over-ceiling' });
+    expect(sut.update(10, 0.95)).toMatchObject({
+      concurrency: 2,
+      inputScale: 0.5,
+      reason: 'gpu-memory-over-ceiling',
+    });
     expect(sut.update(10, 0.5).inputScale).toBeCloseTo(0.6);
   });
 
@@ -28,7 +40,12 @@ describe(AimdController.name, () => {
   });
 
   it('saws just under a knee in a simulated server whose P95 doubles past 8 users', () => {
-    const sut = new AimdController({ ...settings, initialConcurrency: 1, maxConcurrency: 64, decreaseFactor: 0.7 });
+    const sut = new AimdController({
+      ...settings,
+      initialConcurrency: 1,
+      maxConcurrency: 64,
+      decreaseFactor: 0.7,
+    });
     const seen: number[] = [];
     for (let i = 0; i < 200; i++) {
       const c = sut.current.concurrency;

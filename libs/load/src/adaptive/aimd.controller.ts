@@ -36,7 +36,10 @@ export class AimdController {
   private scale = 1;
 
   constructor(private readonly settings: AimdSettings) {
-    this.concurrency = Math.min(settings.maxConcurrency, Math.max(settings.minConcurrency, settings.initialConcurrency));
+    this.concurrency = Math.min(
+      settings.maxConcurrency,
+      Math.max(settings.minConcurrency, settings.initialConcurrency),
+    );
   }
 
   get current(): { concurrency: number; inputScale: number } {
@@ -45,7 +48,8 @@ export class AimdController {
 
   update(p95Ms: number | null, gpuMemoryUsed: number | null): AimdStep {
     const s = this.settings;
-    const gpuOver = s.gpuMemoryCeiling !== undefined && gpuMemoryUsed !== null && gpuMemoryUsed > s.gpuMemoryCeiling;
+    const gpuOver =
+      s.gpuMemoryCeiling !== undefined && gpuMemoryUsed !== null && gpuMemoryUsed > s.gpuMemoryCeiling;
     const latencyOver = p95Ms !== null && p95Ms > s.p95BudgetMs;
     let reason: AimdStep['reason'];
     if (gpuOver || latencyOver) {

@@ -9,7 +9,12 @@ describe('datasets', () => {
   });
 
   it('draws synthetic prompts from the seeded token-length distribution', async () => {
-    const dataset = { type: 'synthetic' as const, seed: 5, size: 2000, inputTokens: { mean: 200, stdev: 40, min: 50, max: 300 } };
+    const dataset = {
+      type: 'synthetic' as const,
+      seed: 5,
+      size: 2000,
+      inputTokens: { mean: 200, stdev: 40, min: 50, max: 300 },
+    };
     const sut = await loadDataset(dataset);
     const lengths = sut.map((p) => countTokens(p.messages[0].content));
     const mean = lengths.reduce((a, b) => a + b, 0) / lengths.length;
@@ -18,7 +23,9 @@ describe('datasets', () => {
     expect(Math.abs(sd - 40)).toBeLessThan(3);
     expect(Math.min(...lengths)).toBeGreaterThanOrEqual(50);
     expect(Math.max(...lengths)).toBeLessThanOrEqual(300);
-    expect((await loadDataset(dataset)).map((p) => p.messages[0].content)).toEqual(sut.map((p) => p.messages[0].content));
+    expect((await loadDataset(dataset)).map((p) => p.messages[0].content)).toEqual(
+      sut.map((p) => p.messages[0].content),
+    );
   });
 
   it('refuses a JSONL line that does not parse with its line number', () => {
@@ -30,18 +37,37 @@ describe('datasets', () => {
 
   it('turns ShareGPT conversations into requests carrying the conversation so far', () => {
     const text = JSON.stringify([
-      { conversations: [{ from: 'human', value: 'hi' }, { from: 'gpt', value: 'hello' }, { from: 'human', value: 'more' }] },
+      {
+        conversations: [
+          { from: 'human', value: 'hi' },
+          { from: 'gpt', value: 'hello' },
+          { from: 'human', value: 'more' },
+        ],
+      },
     ]);
     expect(parseShareGpt(text, 's.json', 2)).toEqual([
       [{ role: 'user', content: 'hi' }],
-      [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'more' }],
+      [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello' },
+        { role: 'user', content: 'more' },
+      ],
     ]);
-    expect(() => parseShareGpt('{"conversations": []}\n{"nope": 1}\n', 's.jsonl', 1)).toThrow('s.jsonl:2: needs a conversations array');
+    expect(() => parseShareGpt('{"conversations": []}\n{"nope": 1}\n', 's.jsonl', 1)).toThrow(
+      's.jsonl:2: needs a conversations array',
+    );
     expect(() => parseShareGpt('[{"conversations": [}]', 's.json', 1)).toThrow(DatasetParseError);
   });
 
   it('builds multi-turn sessions that share one prefix, turn by turn across sessions', async () => {
-    const sut = await loadDataset({ type: 'multi-turn', seed: 1, sessions: 3, turns: 2, sharedPrefixTokens: 64, turnTokens: { mean: 10, stdev: 0, min: 1, max: 20 } });
+    const sut = await loadDataset({
+      type: 'multi-turn',
+      seed: 1,
+      sessions: 3,
+      turns: 2,
+      sharedPrefixTokens: 64,
+      turnTokens: { mean: 10, stdev: 0, min: 1, max: 20 },
+    });
     expect(sut).toHaveLength(6);
     const prefix = sut[0].messages[0];
     expect(prefix.role).toBe('system');

@@ -44,7 +44,12 @@ type Message = PromptItem['messages'][number];
 
 function itemOf(messages: Message[], maxTokens?: number): PromptItem {
   const text = messages.map((m) => m.content).join('\n');
-  return { messages, text, inputTokensClient: countTokens(text), ...(maxTokens === undefined ? {} : { maxTokens }) };
+  return {
+    messages,
+    text,
+    inputTokensClient: countTokens(text),
+    ...(maxTokens === undefined ? {} : { maxTokens }),
+  };
 }
 
 async function readDatasetFile(path: string): Promise<string> {
@@ -111,7 +116,9 @@ export function parseShareGpt(text: string, file: string, maxTurns: number): Mes
   const requests: Message[][] = [];
   for (const { conversation, line } of entries) {
     const where = (reason: string) =>
-      line > 0 ? new DatasetParseError(file, line, reason) : new DatasetParseError(file, 1, `entry ${-line - 1}: ${reason}`);
+      line > 0
+        ? new DatasetParseError(file, line, reason)
+        : new DatasetParseError(file, 1, `entry ${-line - 1}: ${reason}`);
     if (!Array.isArray(conversation?.conversations)) throw where('needs a conversations array');
     const history: Message[] = [];
     let turns = 0;
@@ -143,13 +150,18 @@ export async function loadDataset(dataset: Dataset): Promise<{ messages: Message
         messages: [{ role: 'user', content: p }],
       }));
     case 'sharegpt':
-      return parseShareGpt(await readDatasetFile(dataset.path), dataset.path, dataset.maxTurns).map((messages) => ({ messages }));
+      return parseShareGpt(await readDatasetFile(dataset.path), dataset.path, dataset.maxTurns).map(
+        (messages) => ({ messages }),
+      );
     case 'synthetic': {
       const random = new SeededRandom(dataset.seed);
       return Array.from({ length: dataset.size }, () => {
         const content = syntheticText(random, drawTokenLength(random, dataset.inputTokens));
         const maxTokens = dataset.outputTokens ? drawTokenLength(random, dataset.outputTokens) : undefined;
-        return { messages: [{ role: 'user' as const, content }], ...(maxTokens === undefined ? {} : { maxTokens }) };
+        return {
+          messages: [{ role: 'user' as const, content }],
+          ...(maxTokens === undefined ? {} : { maxTokens }),
+        };
       });
     }
     case 'multi-turn': {
@@ -157,12 +169,17 @@ export async function loadDataset(dataset: Dataset): Promise<{ messages: Message
       // turn by turn across sessions so later turns find the prefix (and their history) cached.
       const random = new SeededRandom(dataset.seed);
       const prefix: Message = { role: 'system', content: syntheticText(random, dataset.sharedPrefixTokens) };
-      const sessions: Message[][] = Array.from({ length: dataset.sessions }, () => (dataset.sharedPrefixTokens > 0 ? [prefix] : []));
+      const sessions: Message[][] = Array.from({ length: dataset.sessions }, () =>
+        dataset.sharedPrefixTokens > 0 ? [prefix] : [],
+      );
       const out: { messages: Message[] }[] = [];
       for (let turn = 0; turn < dataset.turns; turn++) {
         for (const history of sessions) {
           if (turn > 0) history.push({ role: 'assistant', content: syntheticText(random, 16) });
-          history.push({ role: 'user', content: syntheticText(random, drawTokenLength(random, dataset.turnTokens)) });
+          history.push({
+            role: 'user',
+            content: syntheticText(random, drawTokenLength(random, dataset.turnTokens)),
+          });
           out.push({ messages: [...history] });
         }
       }
@@ -176,17 +193,23 @@ export async function promptSourceFor(
   scenario: ChatScenario | EmbeddingsScenario,
   shardIndex: number,
 ): Promise<PromptSource> {
-  const dataset: Dataset =
-    scenario.dataset ?? { type: 'inline', prompts: (scenario as ChatScenario).prompts ?? [] };
+  const dataset: Dataset = scenario.dataset ?? {
+    type: 'inline',
+    prompts: (scenario as ChatScenario).prompts ?? [],
+  };
   const raw = await loadDataset(dataset);
   const system = scenario.type === 'chat' ? scenario.system : undefined;
   const perturbation = scenario.type === 'chat' ? scenario.perturbation : undefined;
   const items = raw.map(({ messages, maxTokens }) => {
     const perturbed = perturbation
-      ? messages.map((m, i) => (i === messages.length - 1 ? { ...m, content: perturbPrompt(m.content, perturbation) } : m))
+      ? messages.map((m, i) =>
+          i === messages.length - 1 ? { ...m, content: perturbPrompt(m.content, perturbation) } : m,
+        )
       : messages;
     const withSystem: Message[] =
-      system !== undefined && perturbed[0]?.role !== 'system' ? [{ role: 'system', content: system }, ...perturbed] : perturbed;
+      system !== undefined && perturbed[0]?.role !== 'system'
+        ? [{ role: 'system', content: system }, ...perturbed]
+        : perturbed;
     return itemOf(withSystem, maxTokens);
   });
   return new PromptSource(items, shardIndex);
@@ -194,5 +217,12 @@ export async function promptSourceFor(
 
 /** A one-off item (a replayed prompt), counted like the dataset's. */
 export function promptItemFromText(text: string, system?: string): PromptItem {
-  return itemOf(system === undefined ? [{ role: 'user', content: text }] : [{ role: 'system', content: system }, { role: 'user', content: text }]);
+  return itemOf(
+    system === undefined
+      ? [{ role: 'user', content: text }]
+      : [
+          { role: 'system', content: system },
+          { role: 'user', content: text },
+        ],
+  );
 }

@@ -8,7 +8,13 @@ async function records(sim: SimTarget, scenario: Record<string, unknown>): Promi
     spec: CampaignSpecSchema.parse({
       name: 'driver',
       target: { baseUrl: `${sim.url}/v1` },
-      scenario: { type: 'chat', model: sim.config.model, prompts: ['Tell me about rivers.'], maxTokens: 6, ...scenario },
+      scenario: {
+        type: 'chat',
+        model: sim.config.model,
+        prompts: ['Tell me about rivers.'],
+        maxTokens: 6,
+        ...scenario,
+      },
       load: { concurrency: 1, durationMs: 250 },
     }),
     shard: { index: 0, count: 1 },

@@ -3,7 +3,12 @@ import { countOutputTokens } from './output-token-count.util';
 
 describe(countOutputTokens.name, () => {
   it('gives gpt-tokenizer count, for a first and a repeated completion alike', () => {
-    const texts = ['', 'hello there', 'The quick brown fox jumps over the lazy dog. '.repeat(3), 'x'.repeat(9000)];
+    const texts = [
+      '',
+      'hello there',
+      'The quick brown fox jumps over the lazy dog. '.repeat(3),
+      'x'.repeat(9000),
+    ];
     for (const text of texts) {
       const expected = text === '' ? 0 : countTokens(text);
       expect(countOutputTokens(text)).toBe(expected);

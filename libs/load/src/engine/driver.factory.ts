@@ -11,13 +11,26 @@ import type { RequestDriver } from '../driver/request-outcome';
 
 /** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
 export async function promptSourceOf(scenario: Scenario, shardIndex: number): Promise<PromptSource> {
-  if (scenario.type === 'http' || scenario.type === 'agents') return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
-  if (scenario.type === 'tool-chain') return new PromptSource(scenario.prompts.map((p) => promptItemFromText(p)), shardIndex);
-  if (scenario.type === 'rag') return new PromptSource((await loadDataset(scenario.dataset)).map((d) => promptItemFromText(d.messages.at(-1)!.content)), shardIndex);
+  if (scenario.type === 'http' || scenario.type === 'agents')
+    return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
+  if (scenario.type === 'tool-chain')
+    return new PromptSource(
+      scenario.prompts.map((p) => promptItemFromText(p)),
+      shardIndex,
+    );
+  if (scenario.type === 'rag')
+    return new PromptSource(
+      (await loadDataset(scenario.dataset)).map((d) => promptItemFromText(d.messages.at(-1)!.content)),
+      shardIndex,
+    );
   return promptSourceFor(scenario, shardIndex);
 }
 
-export function createDriver(spec: CampaignSpec, options: DriverOptions, source: PromptSource): RequestDriver {
+export function createDriver(
+  spec: CampaignSpec,
+  options: DriverOptions,
+  source: PromptSource,
+): RequestDriver {
   const scenario = spec.scenario;
   switch (scenario.type) {
     case 'chat':
@@ -30,7 +43,12 @@ export function createDriver(spec: CampaignSpec, options: DriverOptions, source:
       return new ToolChainDriver(scenario, spec.target, options);
     case 'rag':
       if (scenario.qdrant)
-        return new QdrantLayerDriver({ ...scenario, qdrant: scenario.qdrant }, spec.target, { ...options, requestTimeoutMs: spec.load.requestTimeoutMs }, source);
+        return new QdrantLayerDriver(
+          { ...scenario, qdrant: scenario.qdrant },
+          spec.target,
+          { ...options, requestTimeoutMs: spec.load.requestTimeoutMs },
+          source,
+        );
       return new RagLayerDriver(scenario, spec.target, options, source);
     case 'agents':
       return new AgentsWorkflowDriver(scenario, spec.target, options);

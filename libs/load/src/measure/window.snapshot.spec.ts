@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { WindowRecorder } from './window.recorder';
 import { mergeWindows } from './window.snapshot';
-import { encodeHistogram, newLatencyHistogram, quantilesFromHistogram, recordMs } from './latency-histogram.util';
+import {
+  encodeHistogram,
+  newLatencyHistogram,
+  quantilesFromHistogram,
+  recordMs,
+} from './latency-histogram.util';
 
 const sample = (e2eMs: number) => ({
   e2eMs,
@@ -16,22 +21,30 @@ const sample = (e2eMs: number) => ({
 describe(mergeWindows.name, () => {
   it('merges windows of several generators exactly: same quantiles as one histogram of all values', () => {
     fc.assert(
-      fc.property(fc.array(fc.array(fc.double({ min: 0.01, max: 60000, noNaN: true }), { maxLength: 50 }), { minLength: 1, maxLength: 5 }), (perGenerator) => {
-        const windows = perGenerator.map((values, shard) => {
-          const recorder = new WindowRecorder(shard, 1000);
-          values.forEach((v) => recorder.observe(sample(v)));
-          return recorder.flush(0);
-        });
-        const all = newLatencyHistogram();
-        perGenerator.flat().forEach((v) => recordMs(all, v));
-        const sut = mergeWindows(windows);
-        expect(sut.requests).toBe(perGenerator.flat().length);
-        // Compared as encoded: a live histogram's max is the raw value, a decoded one's its bucket's top.
-        expect(sut.quantiles.e2e).toEqual(quantilesFromHistogram(encodeHistogram(all)));
-        expect(sut.quantiles.itl.count).toBe(perGenerator.flat().length);
-        // A merge is itself mergeable.
-        expect(mergeWindows([{ ...sut, histogramsUs: sut.histogramsUs }]).quantiles.e2e).toEqual(sut.quantiles.e2e);
-      }),
+      fc.property(
+        fc.array(fc.array(fc.double({ min: 0.01, max: 60000, noNaN: true }), { maxLength: 50 }), {
+          minLength: 1,
+          maxLength: 5,
+        }),
+        (perGenerator) => {
+          const windows = perGenerator.map((values, shard) => {
+            const recorder = new WindowRecorder(shard, 1000);
+            values.forEach((v) => recorder.observe(sample(v)));
+            return recorder.flush(0);
+          });
+          const all = newLatencyHistogram();
+          perGenerator.flat().forEach((v) => recordMs(all, v));
+          const sut = mergeWindows(windows);
+          expect(sut.requests).toBe(perGenerator.flat().length);
+          // Compared as encoded: a live histogram's max is the raw value, a decoded one's its bucket's top.
+          expect(sut.quantiles.e2e).toEqual(quantilesFromHistogram(encodeHistogram(all)));
+          expect(sut.quantiles.itl.count).toBe(perGenerator.flat().length);
+          // A merge is itself mergeable.
+          expect(mergeWindows([{ ...sut, histogramsUs: sut.histogramsUs }]).quantiles.e2e).toEqual(
+            sut.quantiles.e2e,
+          );
+        },
+      ),
       { numRuns: 50 },
     );
   });
@@ -46,7 +59,13 @@ describe(mergeWindows.name, () => {
     b.observe({ ...sample(10), errorClass: 'timeout' });
     b.observe({ ...sample(10), errorClass: 'http-5xx' });
     const sut = mergeWindows([a.flush(0), b.flush(0)]);
-    expect(sut).toMatchObject({ requests: 4, errors: 3, dropped: 2, late: 1, errorClasses: { timeout: 2, 'http-5xx': 1 } });
+    expect(sut).toMatchObject({
+      requests: 4,
+      errors: 3,
+      dropped: 2,
+      late: 1,
+      errorClasses: { timeout: 2, 'http-5xx': 1 },
+    });
     expect(sut.quantiles.e2e.count).toBe(1);
     expect(sut.quantiles.e2e.p99).toBeCloseTo(20, 1);
   });
@@ -58,6 +77,13 @@ describe(mergeWindows.name, () => {
     const second = sut.flush(1000);
     expect(second.seq).toBe(1);
     expect(mergeWindows([second]).quantiles.e2e.count).toBe(0);
-    expect(mergeWindows([]).quantiles.e2e).toEqual({ count: 0, mean: null, p50: null, p95: null, p99: null, max: null });
+    expect(mergeWindows([]).quantiles.e2e).toEqual({
+      count: 0,
+      mean: null,
+      p50: null,
+      p95: null,
+      p99: null,
+      max: null,
+    });
   });
 });

@@ -46,7 +46,14 @@ export interface MergedWindows {
 
 type Mergeable = Pick<
   WindowSnapshot,
-  'requests' | 'errors' | 'errorClasses' | 'dropped' | 'late' | 'inputTokens' | 'outputTokens' | 'histogramsUs'
+  | 'requests'
+  | 'errors'
+  | 'errorClasses'
+  | 'dropped'
+  | 'late'
+  | 'inputTokens'
+  | 'outputTokens'
+  | 'histogramsUs'
 >;
 
 export function mergeWindows(windows: Iterable<Mergeable>): MergedWindows {
@@ -81,7 +88,11 @@ export function mergeWindows(windows: Iterable<Mergeable>): MergedWindows {
     // An empty merge still has (empty) histograms, so callers need no special case.
     histograms[name] ??= decodeHistogram(EMPTY_HISTOGRAM);
   }
-  const histogramsUs = Object.fromEntries(NAMES.map((n) => [n, encodeHistogram(histograms[n])])) as MergedWindows['histogramsUs'];
-  const quantiles = Object.fromEntries(NAMES.map((n) => [n, quantilesFromHistogram(histograms[n])])) as MergedWindows['quantiles'];
+  const histogramsUs = Object.fromEntries(
+    NAMES.map((n) => [n, encodeHistogram(histograms[n])]),
+  ) as MergedWindows['histogramsUs'];
+  const quantiles = Object.fromEntries(
+    NAMES.map((n) => [n, quantilesFromHistogram(histograms[n])]),
+  ) as MergedWindows['quantiles'];
   return { ...merged, histograms, histogramsUs, quantiles };
 }

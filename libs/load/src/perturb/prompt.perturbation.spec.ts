@@ -3,13 +3,36 @@ import type { Perturbation } from '@fathom/contracts';
 import { perturbPrompt } from './prompt.perturbation';
 import { splitProtected } from './protected-spans.util';
 
-const KINDS: Perturbation['kind'][] = ['delimiter-noise', 'punctuation-swap', 'whitespace-compression', 'nesting-amplification'];
+const KINDS: Perturbation['kind'][] = [
+  'delimiter-noise',
+  'punctuation-swap',
+  'whitespace-compression',
+  'nesting-amplification',
+];
 
 // Prompts built from prose, punctuation, whitespace, quotes and comments, so protected spans occur often.
 const promptArb = fc
   .array(
     fc.oneof(
-      fc.constantFrom('word', 'tokens', 'x1', "don't", '.', ',', ';', '!', '?', ':', ' ', '  ', '\n', '\t', '|', '(', '/'),
+      fc.constantFrom(
+        'word',
+        'tokens',
+        'x1',
+        "don't",
+        '.',
+        ',',
+        ';',
+        '!',
+        '?',
+        ':',
+        ' ',
+        '  ',
+        '\n',
+        '\t',
+        '|',
+        '(',
+        '/',
+      ),
       fc.string({ maxLength: 12 }).map((s) => `"${s.replace(/"/g, '')}"`),
       fc.string({ maxLength: 12 }).map((s) => `'${s.replace(/'/g, '')}'`),
       fc.string({ maxLength: 12 }).map((s) => `// ${s.replace(/\n/g, '')}\n`),
@@ -38,17 +61,34 @@ function protectedSpansKept(input: string, output: string): boolean {
 
 describe(perturbPrompt.name, () => {
   it('never changes quoted strings or comments', () => {
-    fc.assert(fc.property(promptArb, perturbationArb, (prompt, p) => protectedSpansKept(prompt, perturbPrompt(prompt, p))), {
-      numRuns: 500,
-    });
+    fc.assert(
+      fc.property(promptArb, perturbationArb, (prompt, p) =>
+        protectedSpansKept(prompt, perturbPrompt(prompt, p)),
+      ),
+      {
+        numRuns: 500,
+      },
+    );
   });
 
   it('gives the same output for the same seed', () => {
-    fc.assert(fc.property(promptArb, perturbationArb, (prompt, p) => perturbPrompt(prompt, p) === perturbPrompt(prompt, { ...p })));
+    fc.assert(
+      fc.property(
+        promptArb,
+        perturbationArb,
+        (prompt, p) => perturbPrompt(prompt, p) === perturbPrompt(prompt, { ...p }),
+      ),
+    );
   });
 
   it('is the identity at strength 0', () => {
-    fc.assert(fc.property(promptArb, perturbationArb, (prompt, p) => perturbPrompt(prompt, { ...p, strength: 0 }) === prompt));
+    fc.assert(
+      fc.property(
+        promptArb,
+        perturbationArb,
+        (prompt, p) => perturbPrompt(prompt, { ...p, strength: 0 }) === prompt,
+      ),
+    );
   });
 
   it('damages free text at strength 1 and leaves the quoted part alone', () => {

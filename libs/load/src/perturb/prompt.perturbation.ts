@@ -35,7 +35,10 @@ export function perturbPrompt(text: string, perturbation: Perturbation): string 
     const depth = Math.ceil(strength * MAX_NESTING_DEPTH);
     const pairs = Array.from({ length: depth }, () => NESTING[random.int(NESTING.length)]);
     const open = pairs.map((p) => p[0]).join('');
-    const close = pairs.map((p) => p[1]).reverse().join('');
+    const close = pairs
+      .map((p) => p[1])
+      .reverse()
+      .join('');
     return open + text + close;
   }
   return splitProtected(text)
@@ -43,7 +46,9 @@ export function perturbPrompt(text: string, perturbation: Perturbation): string 
       if (segment.protected) return segment.text;
       switch (kind) {
         case 'delimiter-noise':
-          return segment.text.replace(/[\p{L}\p{N}_]+/gu, (word) => (random.next() < strength ? `${word}|` : word));
+          return segment.text.replace(/[\p{L}\p{N}_]+/gu, (word) =>
+            random.next() < strength ? `${word}|` : word,
+          );
         case 'punctuation-swap':
           return segment.text.replace(/[.,;:!?]/g, (mark) => {
             if (random.next() >= strength) return mark;

@@ -1,4 +1,10 @@
-import { constantRateSchedule, poissonSchedule, rampingRateSchedule, replaySchedule, type ArrivalSchedule } from './arrival.schedule';
+import {
+  constantRateSchedule,
+  poissonSchedule,
+  rampingRateSchedule,
+  replaySchedule,
+  type ArrivalSchedule,
+} from './arrival.schedule';
 import { parseReplayOtel, extractIntentPaths } from './replay.loader';
 
 function drain(schedule: ArrivalSchedule): number[] {
@@ -40,7 +46,9 @@ describe(poissonSchedule.name, () => {
 
 describe(rampingRateSchedule.name, () => {
   it('sends the integral of the rate in each stage and holds the last rate', () => {
-    const sut = drain(rampingRateSchedule(0, [{ durationMs: 2000, targetRatePerSec: 100 }], 3000, { index: 0, count: 1 }));
+    const sut = drain(
+      rampingRateSchedule(0, [{ durationMs: 2000, targetRatePerSec: 100 }], 3000, { index: 0, count: 1 }),
+    );
     const inRamp = sut.filter((t) => t < 2000).length;
     expect(Math.abs(inRamp - 100)).toBeLessThanOrEqual(1); // (0 + 100) / 2 x 2 s
     expect(sut.filter((t) => t >= 2000).length).toBe(100); // 100/s held for 1 s

@@ -37,7 +37,12 @@ export function constantRateSchedule(ratePerSec: number, durationMs: number, sha
 }
 
 /** Poisson arrivals: the sum of n independent Poisson streams of rate r/n is Poisson of rate r. */
-export function poissonSchedule(ratePerSec: number, durationMs: number, shard: Shard, seed: number): ArrivalSchedule {
+export function poissonSchedule(
+  ratePerSec: number,
+  durationMs: number,
+  shard: Shard,
+  seed: number,
+): ArrivalSchedule {
   const random = new SeededRandom(deriveSeed(seed, shard.index));
   const meanGapMs = (1000 * shard.count) / ratePerSec;
   let atMs = random.exponential(meanGapMs);
@@ -67,7 +72,13 @@ export function rampingRateSchedule(
   let count = 0;
   let rate = startRatePerSec;
   for (const stage of stages) {
-    segments.push({ startMs, lengthMs: stage.durationMs, r0: rate, r1: stage.targetRatePerSec, countAtStart: count });
+    segments.push({
+      startMs,
+      lengthMs: stage.durationMs,
+      r0: rate,
+      r1: stage.targetRatePerSec,
+      countAtStart: count,
+    });
     count += ((rate + stage.targetRatePerSec) / 2) * (stage.durationMs / 1000);
     startMs += stage.durationMs;
     rate = stage.targetRatePerSec;
@@ -103,7 +114,12 @@ export function rampingRateSchedule(
 }
 
 /** Recorded arrivals, shared round-robin between shards, time-scaled by `speed`. */
-export function replaySchedule(arrivals: ReplayArrival[], speed: number, durationMs: number, shard: Shard): ArrivalSchedule {
+export function replaySchedule(
+  arrivals: ReplayArrival[],
+  speed: number,
+  durationMs: number,
+  shard: Shard,
+): ArrivalSchedule {
   let k = shard.index;
   return {
     next() {

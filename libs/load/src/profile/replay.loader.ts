@@ -35,7 +35,8 @@ export function parseReplayJsonl(text: string, file: string): ReplayArrival[] {
         : typeof record.timestamp === 'string'
           ? Date.parse(record.timestamp)
           : NaN;
-    if (!Number.isFinite(at)) throw new DatasetParseError(file, i + 1, 'needs a numeric timestampMs or an ISO timestamp');
+    if (!Number.isFinite(at))
+      throw new DatasetParseError(file, i + 1, 'needs a numeric timestampMs or an ISO timestamp');
     if (record.prompt !== undefined && typeof record.prompt !== 'string')
       throw new DatasetParseError(file, i + 1, 'prompt must be a string');
     stamps.push({ at, prompt: record.prompt as string | undefined });
@@ -72,7 +73,8 @@ export function parseReplayOtel(text: string, file: string): ReplayArrival[] {
   if (roots.length === 0) throw new DatasetParseError(file, 1, 'no root spans');
   return toArrivals(
     roots.map((span) => {
-      const prompt = span.attributes?.find((a) => a.key === 'fathom.prompt' || a.key === 'gen_ai.prompt')?.value?.stringValue;
+      const prompt = span.attributes?.find((a) => a.key === 'fathom.prompt' || a.key === 'gen_ai.prompt')
+        ?.value?.stringValue;
       return { at: Number(BigInt(span.startTimeUnixNano ?? 0) / 1000n) / 1000, prompt };
     }),
   );
@@ -110,5 +112,7 @@ export async function loadReplay(path: string, format: 'jsonl' | 'otel'): Promis
 function toArrivals(stamps: { at: number; prompt?: string }[]): ReplayArrival[] {
   stamps.sort((a, b) => a.at - b.at);
   const first = stamps[0].at;
-  return stamps.map((s) => (s.prompt === undefined ? { offsetMs: s.at - first } : { offsetMs: s.at - first, prompt: s.prompt }));
+  return stamps.map((s) =>
+    s.prompt === undefined ? { offsetMs: s.at - first } : { offsetMs: s.at - first, prompt: s.prompt },
+  );
 }

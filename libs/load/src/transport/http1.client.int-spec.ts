@@ -263,22 +263,19 @@ describe(Http1Client.name, () => {
     ['a malformed status line', 'HTTP/1.1 2x0 OK\r\n\r\n'],
     ['a malformed header', 'HTTP/1.1 200 OK\r\nbroken header\r\n\r\n'],
     ['a malformed chunk size', 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nxyz\r\n'],
-  ])(
-    'classifies %s as a protocol error, drops the socket and keeps serving',
-    async (_name, reply) => {
-      const target = track(
-        await rawServer((socket, _index, connection) =>
-          socket.write(connection === 0 ? reply : 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'),
-        ),
-      );
-      const sut = make(target.port, 1);
-      const bad = await send(sut);
-      expect(bad.error?.code).toBe('HTTP1_PROTOCOL');
-      expect(classifyError(bad.error, cancelOf(), bad.headersReceived)).toBe('protocol');
-      expect((await send(sut)).body).toBe('ok');
-      expect(target.connections()).toBe(2);
-    },
-  );
+  ])('classifies %s as a protocol error, drops the socket and keeps serving', async (_name, reply) => {
+    const target = track(
+      await rawServer((socket, _index, connection) =>
+        socket.write(connection === 0 ? reply : 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'),
+      ),
+    );
+    const sut = make(target.port, 1);
+    const bad = await send(sut);
+    expect(bad.error?.code).toBe('HTTP1_PROTOCOL');
+    expect(classifyError(bad.error, cancelOf(), bad.headersReceived)).toBe('protocol');
+    expect((await send(sut)).body).toBe('ok');
+    expect(target.connections()).toBe(2);
+  });
 
   it('refuses a response head past 64 KiB as a protocol error', async () => {
     const target = track(

@@ -64,7 +64,11 @@ export class KvCache {
    * number of prompt tokens served from the prefix cache, or null (nothing held) if it does not fit.
    * At least one token is always computed (as vLLM does), so a full hit gives up its last block.
    */
-  allocate(hashes: number[], totalTokens: number, countQuery: boolean): { cachedTokens: number; held: number[]; privateBlocks: number } | null {
+  allocate(
+    hashes: number[],
+    totalTokens: number,
+    countQuery: boolean,
+  ): { cachedTokens: number; held: number[]; privateBlocks: number } | null {
     let hits = 0;
     if (this.prefixCaching) {
       while (hits < hashes.length && this.refs.has(hashes[hits])) hits++;

@@ -7,7 +7,10 @@ interface Finished {
   tokenTimes: number[];
 }
 
-function engineWith(overrides: Partial<SimConfig['engine']> = {}): { engine: ServingEngine; clock: VirtualClock } {
+function engineWith(overrides: Partial<SimConfig['engine']> = {}): {
+  engine: ServingEngine;
+  clock: VirtualClock;
+} {
   const clock = new VirtualClock();
   const config = resolveSimConfig({ engine: overrides }).engine;
   return { engine: new ServingEngine(config, clock), clock };
@@ -19,7 +22,12 @@ function ids(length: number, salt: number): Uint32Array {
 
 function submit(engine: ServingEngine, promptIds: Uint32Array, outputTokens: number, sink: Finished[]): void {
   const tokenTimes: number[] = [];
-  engine.submit({ promptIds, outputTokens, onToken: (_i, at) => tokenTimes.push(at), onFinish: (timing) => sink.push({ timing, tokenTimes }) });
+  engine.submit({
+    promptIds,
+    outputTokens,
+    onToken: (_i, at) => tokenTimes.push(at),
+    onFinish: (timing) => sink.push({ timing, tokenTimes }),
+  });
 }
 
 const ttft = (f: Finished): number => f.timing.firstTokenMs! - f.timing.arrivalMs;
@@ -31,7 +39,11 @@ function p99(values: number[]): number {
 }
 
 /** Closed loop: `clients` users, each sending the next request when the last finishes. */
-function closedLoop(clients: number, durationMs: number, overrides: Partial<SimConfig['engine']> = {}): Finished[] {
+function closedLoop(
+  clients: number,
+  durationMs: number,
+  overrides: Partial<SimConfig['engine']> = {},
+): Finished[] {
   const { engine, clock } = engineWith(overrides);
   const done: Finished[] = [];
   let salt = 0;

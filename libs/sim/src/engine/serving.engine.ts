@@ -134,7 +134,10 @@ export class ServingEngine {
 
   /** Largest prompt + output the cache could ever hold (requests above are refused up front). */
   maxTokensPerSequence(): number {
-    return Math.min(this.config.maxModelLen, Math.floor(this.config.numBlocks * this.capacityFraction()) * this.config.blockSize);
+    return Math.min(
+      this.config.maxModelLen,
+      Math.floor(this.config.numBlocks * this.capacityFraction()) * this.config.blockSize,
+    );
   }
 
   submit(request: SequenceRequest): SequenceHandle {
@@ -301,7 +304,8 @@ export class ServingEngine {
     this.stats.busyMs += durationMs;
     this.stats.lastStepTokens = decoding.length + prefillTokens;
     this.stats.lastStepDecodeSeqs = decoding.length;
-    for (const observer of this.observers) observer({ tokens: decoding.length + prefillTokens, decodeSeqs: decoding.length, durationMs });
+    for (const observer of this.observers)
+      observer({ tokens: decoding.length + prefillTokens, decodeSeqs: decoding.length, durationMs });
     this.clock.at(endMs, () => this.finishStep(endMs, decoding, prefilling));
   }
 

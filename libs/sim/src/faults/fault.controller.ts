@@ -1,4 +1,10 @@
-import { faultSpecSchema, type FaultKind, type FaultOf, type FaultSpec, type FaultSpecInput } from './fault.types';
+import {
+  faultSpecSchema,
+  type FaultKind,
+  type FaultOf,
+  type FaultSpec,
+  type FaultSpecInput,
+} from './fault.types';
 
 export interface ActiveFault {
   spec: FaultSpec;
@@ -21,7 +27,11 @@ export class FaultController {
   set(input: FaultSpecInput): ActiveFault {
     const spec = faultSpecSchema.parse(input);
     const since = this.now();
-    const entry: ActiveFault = { spec, since, until: spec.durationMs === undefined ? null : since + spec.durationMs };
+    const entry: ActiveFault = {
+      spec,
+      since,
+      until: spec.durationMs === undefined ? null : since + spec.durationMs,
+    };
     this.active.set(spec.kind, entry);
     return entry;
   }

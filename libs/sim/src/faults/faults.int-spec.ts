@@ -14,29 +14,48 @@ describe('faults switched at run time', () => {
   afterAll(() => sut.close());
 
   const setFault = async (spec: Record<string, unknown>): Promise<void> => {
-    const res = await fetch(`${sut.url}/sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(spec) });
+    const res = await fetch(`${sut.url}/sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(spec),
+    });
     expect(res.status).toBe(200);
   };
   const clearFault = async (kind: string): Promise<void> => {
     const res = await fetch(`${sut.url}/sim/faults/${kind}`, { method: 'DELETE' });
     expect(((await res.json()) as { cleared: boolean }).cleared).toBe(true);
   };
-  const chat = async (body: Record<string, unknown> = {}, prompt = 'fault test'): Promise<{ res: Response; text: string; record: GroundTruthRecord }> => {
+  const chat = async (
+    body: Record<string, unknown> = {},
+    prompt = 'fault test',
+  ): Promise<{ res: Response; text: string; record: GroundTruthRecord }> => {
     const res = await fetch(`${sut.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'fathom-sim-8b', messages: [{ role: 'user', content: prompt }], ...body }),
+      body: JSON.stringify({
+        model: 'fathom-sim-8b',
+        messages: [{ role: 'user', content: prompt }],
+        ...body,
+      }),
     });
     const text = await res.text();
-    const record = (await (await fetch(`${sut.url}/sim/requests/${res.headers.get('x-sim-request-id')}`)).json()) as GroundTruthRecord;
+    const record = (await (
+      await fetch(`${sut.url}/sim/requests/${res.headers.get('x-sim-request-id')}`)
+    ).json()) as GroundTruthRecord;
     return { res, text, record };
   };
 
   it('lists the active faults and refuses an unknown kind', async () => {
     await setFault({ kind: 'latency_spike', addMs: 10 });
-    const listed = (await (await fetch(`${sut.url}/sim/faults`)).json()) as { faults: { spec: { kind: string } }[] };
+    const listed = (await (await fetch(`${sut.url}/sim/faults`)).json()) as {
+      faults: { spec: { kind: string } }[];
+    };
     expect(listed.faults.map((f) => f.spec.kind)).toEqual(['latency_spike']);
-    const bad = await fetch(`${sut.url}/sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"meteor"}' });
+    const bad = await fetch(`${sut.url}/sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"kind":"meteor"}',
+    });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');
   });
@@ -68,8 +87,13 @@ describe('faults switched at run time', () => {
 
   it('kv_shrink saturates the cache at a load it normally carries', async () => {
     const burst = async (): Promise<GroundTruthRecord[]> =>
-      Promise.all(Array.from({ length: 8 }, (_, i) => chat({ max_tokens: 64 }, `request ${i} `.repeat(100)).then((r) => r.record)));
-    const preemptionsOf = (records: GroundTruthRecord[]): number => records.reduce((sum, r) => sum + r.preemptions, 0);
+      Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          chat({ max_tokens: 64 }, `request ${i} `.repeat(100)).then((r) => r.record),
+        ),
+      );
+    const preemptionsOf = (records: GroundTruthRecord[]): number =>
+      records.reduce((sum, r) => sum + r.preemptions, 0);
     const normal = await burst();
     expect(preemptionsOf(normal)).toBe(0);
     await setFault({ kind: 'kv_shrink', fraction: 0.02 });
@@ -86,8 +110,11 @@ describe('faults switched at run time', () => {
     const stalled = await chat({ stream: true, max_tokens: 10 });
     await clearFault('stream_stall');
     const normal = await chat({ stream: true, max_tokens: 10 });
-    const maxGap = (r: GroundTruthRecord): number => Math.max(...r.tokenEmitEpochMs.slice(1).map((t, i) => t - r.tokenEmitEpochMs[i]));
-    expect(stalled.record.tokenEmitEpochMs[4] - stalled.record.tokenEmitEpochMs[3]).toBeGreaterThanOrEqual(290);
+    const maxGap = (r: GroundTruthRecord): number =>
+      Math.max(...r.tokenEmitEpochMs.slice(1).map((t, i) => t - r.tokenEmitEpochMs[i]));
+    expect(stalled.record.tokenEmitEpochMs[4] - stalled.record.tokenEmitEpochMs[3]).toBeGreaterThanOrEqual(
+      290,
+    );
     expect(stalled.text.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(maxGap(normal.record)).toBeLessThan(150);
   });
@@ -97,10 +124,16 @@ describe('faults switched at run time', () => {
     const res = await fetch(`${sut.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'fathom-sim-8b', messages: [{ role: 'user', content: 'cut me' }], stream: true }),
+      body: JSON.stringify({
+        model: 'fathom-sim-8b',
+        messages: [{ role: 'user', content: 'cut me' }],
+        stream: true,
+      }),
     });
     const received = await res.text().catch(() => 'terminated');
-    const record = (await (await fetch(`${sut.url}/sim/requests/${res.headers.get('x-sim-request-id')}`)).json()) as GroundTruthRecord;
+    const record = (await (
+      await fetch(`${sut.url}/sim/requests/${res.headers.get('x-sim-request-id')}`)
+    ).json()) as GroundTruthRecord;
     expect(record.status).toBe('truncated');
     expect(record.tokenEmitEpochMs).toHaveLength(5);
     expect(received).not.toContain('[DONE]');
@@ -113,7 +146,12 @@ describe('faults switched at run time', () => {
     // The client logs each unparsable event before throwing; keep the test output clean.
     const quiet = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     const consume = async (): Promise<number> => {
-      const stream = await client.chat.completions.create({ model: 'fathom-sim-8b', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 4 });
+      const stream = await client.chat.completions.create({
+        model: 'fathom-sim-8b',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+        max_tokens: 4,
+      });
       let chunks = 0;
       for await (const _chunk of stream) chunks++;
       return chunks;
@@ -138,12 +176,36 @@ describe('faults switched at run time', () => {
   it('schema_drift changes a tool contract and its responses', async () => {
     const doc = async (): Promise<Record<string, unknown>> => {
       const body = (await (await fetch(`${sut.url}/tools/weather/v2.1/openapi.json`)).json()) as {
-        paths: Record<string, { post: { responses: { '200': { content: { 'application/json': { schema: { properties: Record<string, { properties?: Record<string, { type: string }> }> } } } } } } }>;
+        paths: Record<
+          string,
+          {
+            post: {
+              responses: {
+                '200': {
+                  content: {
+                    'application/json': {
+                      schema: {
+                        properties: Record<string, { properties?: Record<string, { type: string }> }>;
+                      };
+                    };
+                  };
+                };
+              };
+            };
+          }
+        >;
       };
-      return body.paths['/tools/weather/invoke'].post.responses['200'].content['application/json'].schema.properties;
+      return body.paths['/tools/weather/invoke'].post.responses['200'].content['application/json'].schema
+        .properties;
     };
     const invoke = async (): Promise<{ temperature: { value: unknown } }> =>
-      (await (await fetch(`${sut.url}/tools/weather/invoke`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gray-flag': 'v2' }, body: '{"city":"Oslo"}' })).json()) as { temperature: { value: unknown } };
+      (await (
+        await fetch(`${sut.url}/tools/weather/invoke`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-gray-flag': 'v2' },
+          body: '{"city":"Oslo"}',
+        })
+      ).json()) as { temperature: { value: unknown } };
     expect((await doc()).temperature).toMatchObject({ properties: { value: { type: 'number' } } });
     expect(typeof (await invoke()).temperature.value).toBe('number');
     await setFault({ kind: 'schema_drift', mode: 'type_change' });
@@ -169,11 +231,17 @@ describe('faults switched at run time', () => {
 
   it('reranker_saturation makes the reranker fail fast as busy', async () => {
     const rerank = (): Promise<Response> =>
-      fetch(`${sut.url}/rag/rerank`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'cats', documents: ['a cat', 'a car'] }) });
+      fetch(`${sut.url}/rag/rerank`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'cats', documents: ['a cat', 'a car'] }),
+      });
     await setFault({ kind: 'reranker_saturation', inUse: 32 });
     const busy = await rerank();
     expect(busy.status).toBe(503);
-    expect(((await busy.json()) as { error: { message: string } }).error.message).toBe('reranker busy: 32/32 in use');
+    expect(((await busy.json()) as { error: { message: string } }).error.message).toBe(
+      'reranker busy: 32/32 in use',
+    );
     await clearFault('reranker_saturation');
     expect((await rerank()).status).toBe(200);
   });
@@ -194,7 +262,13 @@ describe('faults switched at run time', () => {
 
   it('agent_oscillation and agent_deadlock switch the agents from converging', async () => {
     const run = async (): Promise<{ status: string; meanIntentDeltaLate: number; cycle: string[] }> =>
-      (await (await fetch(`${sut.url}/agents/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"agents":3,"steps":10}' })).json()) as {
+      (await (
+        await fetch(`${sut.url}/agents/run`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"agents":3,"steps":10}',
+        })
+      ).json()) as {
         status: string;
         meanIntentDeltaLate: number;
         cycle: string[];
@@ -215,12 +289,22 @@ describe('faults switched at run time', () => {
   });
 
   it('applies faults given in the config at start', async () => {
-    const planted = await startSimTarget({ config: { faults: [{ kind: 'http_5xx', status: 502 }], rag: { initialIndexSize: 0 } } });
+    const planted = await startSimTarget({
+      config: { faults: [{ kind: 'http_5xx', status: 502 }], rag: { initialIndexSize: 0 } },
+    });
     try {
-      const res = await fetch(`${planted.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"fathom-sim-8b","prompt":"x"}' });
+      const res = await fetch(`${planted.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"fathom-sim-8b","prompt":"x"}',
+      });
       expect(res.status).toBe(502);
       planted.faults.clear('http_5xx');
-      const ok = await fetch(`${planted.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"fathom-sim-8b","prompt":"x"}' });
+      const ok = await fetch(`${planted.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"fathom-sim-8b","prompt":"x"}',
+      });
       expect(ok.status).toBe(200);
     } finally {
       await planted.close();

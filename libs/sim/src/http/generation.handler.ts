@@ -77,7 +77,10 @@ class ChatRenderer implements Renderer {
       if (index === 0) {
         out = `${this.head}{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"${call.id}","type":"function","function":{"name":${JSON.stringify(call.name)},"arguments":""}}],"refusal":null},"logprobs":null,"finish_reason":null}]}\n\ndata: `;
       }
-      return out + `${this.head}{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":${JSON.stringify(token.text)}}}]},"logprobs":null,"finish_reason":null}]}`;
+      return (
+        out +
+        `${this.head}{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":${JSON.stringify(token.text)}}}]},"logprobs":null,"finish_reason":null}]}`
+      );
     }
     let out = '';
     if (index === 0) {
@@ -86,7 +89,10 @@ class ChatRenderer implements Renderer {
       out = `${this.head}{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":${lp},"finish_reason":null}]}\n\ndata: `;
     }
     const lp = this.logprobs ? `{"content":[${logprobEntry(token, this.top)}],"refusal":null}` : 'null';
-    return out + `${this.head}{"index":0,"delta":{"content":${JSON.stringify(token.text)}},"logprobs":${lp},"finish_reason":null}]}`;
+    return (
+      out +
+      `${this.head}{"index":0,"delta":{"content":${JSON.stringify(token.text)}},"logprobs":${lp},"finish_reason":null}]}`
+    );
   }
 
   finishChunk(reason: FinishReason): string {
@@ -103,9 +109,18 @@ class ChatRenderer implements Renderer {
     const text = tokens.map((t) => t.text).join('');
     const message =
       call !== null
-        ? { role: 'assistant', content: null, refusal: null, annotations: [], tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: text } }] }
+        ? {
+            role: 'assistant',
+            content: null,
+            refusal: null,
+            annotations: [],
+            tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: text } }],
+          }
         : { role: 'assistant', content: text, refusal: null, annotations: [] };
-    const logprobs = this.logprobs && call === null ? { content: tokens.map((t) => JSON.parse(logprobEntry(t, this.top))), refusal: null } : null;
+    const logprobs =
+      this.logprobs && call === null
+        ? { content: tokens.map((t) => JSON.parse(logprobEntry(t, this.top))), refusal: null }
+        : null;
     return {
       id: this.id,
       object: 'chat.completion',
@@ -142,7 +157,9 @@ class CompletionRenderer implements Renderer {
     return {
       tokens: tokens.map((t) => t.text),
       token_logprobs: tokens.map((t) => t.logprob),
-      top_logprobs: tokens.map((t) => Object.fromEntries(topLogprobs(t, this.logprobs ?? 0).map((a) => [a.token, a.logprob]))),
+      top_logprobs: tokens.map((t) =>
+        Object.fromEntries(topLogprobs(t, this.logprobs ?? 0).map((a) => [a.token, a.logprob])),
+      ),
       text_offset: textOffset,
     };
   }
@@ -170,7 +187,14 @@ class CompletionRenderer implements Renderer {
       created: this.created,
       model: this.model,
       system_fingerprint: 'fp_fathom_sim',
-      choices: [{ index: 0, text: tokens.map((t) => t.text).join(''), logprobs: this.legacyLogprobs(tokens, 0), finish_reason: reason }],
+      choices: [
+        {
+          index: 0,
+          text: tokens.map((t) => t.text).join(''),
+          logprobs: this.legacyLogprobs(tokens, 0),
+          finish_reason: reason,
+        },
+      ],
       usage: usageObject(usage),
     };
   }
@@ -190,17 +214,30 @@ function chooseTool(request: ChatRequest): { name: string; parameters: unknown }
   const choice = request.tool_choice;
   if (choice !== null && typeof choice === 'object') {
     const named = tools.find((t) => t.function.name === choice.function.name);
-    if (!named) throw new ApiError(400, `Tool choice '${choice.function.name}' is not one of the provided tools.`, 'invalid_request_error', 'tool_choice');
+    if (!named)
+      throw new ApiError(
+        400,
+        `Tool choice '${choice.function.name}' is not one of the provided tools.`,
+        'invalid_request_error',
+        'tool_choice',
+      );
     return { name: named.function.name, parameters: named.function.parameters };
   }
   const last = request.messages[request.messages.length - 1];
-  if (choice === 'required' || last.role === 'user') return { name: tools[0].function.name, parameters: tools[0].function.parameters };
+  if (choice === 'required' || last.role === 'user')
+    return { name: tools[0].function.name, parameters: tools[0].function.parameters };
   return null;
 }
 
 function checkModel(ctx: SimContext, model: string): void {
   if (model !== ctx.config.model) {
-    throw new ApiError(404, `The model \`${model}\` does not exist or you do not have access to it.`, 'invalid_request_error', 'model', 'model_not_found');
+    throw new ApiError(
+      404,
+      `The model \`${model}\` does not exist or you do not have access to it.`,
+      'invalid_request_error',
+      'model',
+      'model_not_found',
+    );
   }
 }
 
@@ -208,9 +245,20 @@ function checkModel(ctx: SimContext, model: string): void {
 export function injectedServerError(ctx: SimContext, requestNumber: number): ApiError | null {
   const fault = ctx.faults.get('http_5xx');
   if (fault === undefined || new Prng(requestNumber * 2654435761).next() >= fault.rate) return null;
-  if (fault.status === 500) return new ApiError(500, 'The server had an error while processing your request. Sorry about that!', 'server_error');
+  if (fault.status === 500)
+    return new ApiError(
+      500,
+      'The server had an error while processing your request. Sorry about that!',
+      'server_error',
+    );
   if (fault.status === 502) return new ApiError(502, 'Bad gateway.', 'server_error');
-  return new ApiError(503, 'The engine is currently overloaded, please try again later.', 'server_error', null, 'overloaded');
+  return new ApiError(
+    503,
+    'The engine is currently overloaded, please try again later.',
+    'server_error',
+    null,
+    'overloaded',
+  );
 }
 
 interface GenerationSpec {
@@ -228,18 +276,36 @@ interface GenerationSpec {
   idPrefix: string;
 }
 
-export async function handleChat(ctx: SimContext, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+export async function handleChat(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+): Promise<void> {
   const parsed = chatRequestSchema.safeParse(body);
   if (!parsed.success) throw zodToApiError(parsed.error);
   const request = parsed.data;
   checkModel(ctx, request.model);
-  if ((request.n ?? 1) > 1) throw new ApiError(400, 'fathom-sim supports only n=1.', 'invalid_request_error', 'n', 'unsupported_value');
+  if ((request.n ?? 1) > 1)
+    throw new ApiError(
+      400,
+      'fathom-sim supports only n=1.',
+      'invalid_request_error',
+      'n',
+      'unsupported_value',
+    );
   if (request.top_logprobs && !request.logprobs) {
-    throw new ApiError(400, "Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.", 'invalid_request_error', 'top_logprobs');
+    throw new ApiError(
+      400,
+      "Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.",
+      'invalid_request_error',
+      'top_logprobs',
+    );
   }
   const tool = chooseTool(request);
   const promptText =
-    request.messages.map((m) => `<|${m.role}|>${messageText(m.content)}`).join('') + (request.tools ? JSON.stringify(request.tools) : '');
+    request.messages.map((m) => `<|${m.role}|>${messageText(m.content)}`).join('') +
+    (request.tools ? JSON.stringify(request.tools) : '');
   const logprobs = request.logprobs === true;
   const top = request.top_logprobs ?? 0;
   await generate(ctx, req, res, {
@@ -258,12 +324,24 @@ export async function handleChat(ctx: SimContext, req: IncomingMessage, res: Ser
   });
 }
 
-export async function handleCompletion(ctx: SimContext, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+export async function handleCompletion(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+): Promise<void> {
   const parsed = completionRequestSchema.safeParse(body);
   if (!parsed.success) throw zodToApiError(parsed.error);
   const request = parsed.data;
   checkModel(ctx, request.model);
-  if ((request.n ?? 1) > 1) throw new ApiError(400, 'fathom-sim supports only n=1.', 'invalid_request_error', 'n', 'unsupported_value');
+  if ((request.n ?? 1) > 1)
+    throw new ApiError(
+      400,
+      'fathom-sim supports only n=1.',
+      'invalid_request_error',
+      'n',
+      'unsupported_value',
+    );
   const prompt = request.prompt;
   let promptText: string;
   let promptIds: Uint32Array;
@@ -289,11 +367,17 @@ export async function handleCompletion(ctx: SimContext, req: IncomingMessage, re
     requestSeed: request.seed ?? null,
     tool: null,
     idPrefix: 'cmpl-',
-    makeRenderer: (id, created, plan) => new CompletionRenderer(id, created, request.model, plan, request.logprobs ?? null),
+    makeRenderer: (id, created, plan) =>
+      new CompletionRenderer(id, created, request.model, plan, request.logprobs ?? null),
   });
 }
 
-function generate(ctx: SimContext, req: IncomingMessage, res: ServerResponse, spec: GenerationSpec): Promise<void> {
+function generate(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  spec: GenerationSpec,
+): Promise<void> {
   const number = ctx.nextRequestNumber();
   const simId = `sim-${number.toString(36).padStart(6, '0')}`;
   const headers = { 'x-sim-request-id': simId };
@@ -375,7 +459,12 @@ function generate(ctx: SimContext, req: IncomingMessage, res: ServerResponse, sp
   const scale = ctx.config.timeScale === 0 ? 1 : ctx.config.timeScale;
 
   if (spec.stream) {
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      ...headers,
+    });
     res.flushHeaders();
   }
 
@@ -399,7 +488,11 @@ function generate(ctx: SimContext, req: IncomingMessage, res: ServerResponse, sp
       if (finished) return;
       finished = true;
       const timing = finishTiming;
-      const usage: Usage = { promptTokens, completionTokens: written || emitted, cachedTokens: record.cachedPromptTokens };
+      const usage: Usage = {
+        promptTokens,
+        completionTokens: written || emitted,
+        cachedTokens: record.cachedPromptTokens,
+      };
       if (spec.stream) {
         writeEvent(renderer.finishChunk(finishReason));
         if (spec.includeUsage) writeEvent(renderer.usageChunk(usage));
@@ -419,7 +512,8 @@ function generate(ctx: SimContext, req: IncomingMessage, res: ServerResponse, sp
 
     const recordMetrics = (timing: SequenceTiming): void => {
       const gaps: number[] = [];
-      for (let i = 1; i < record.tokenEmitEpochMs.length; i++) gaps.push((record.tokenEmitEpochMs[i] - record.tokenEmitEpochMs[i - 1]) / 1000);
+      for (let i = 1; i < record.tokenEmitEpochMs.length; i++)
+        gaps.push((record.tokenEmitEpochMs[i] - record.tokenEmitEpochMs[i - 1]) / 1000);
       ctx.metrics.recordFinished({
         finishReason,
         promptTokens,
@@ -481,8 +575,10 @@ function generate(ctx: SimContext, req: IncomingMessage, res: ServerResponse, sp
         record.cachedPromptTokens = timing.cachedPromptTokens;
         record.preemptions = timing.preemptions;
         const t = record.timing;
-        if (timing.firstScheduledMs !== null) t.queueMs = (timing.firstScheduledMs - timing.arrivalMs) * scale;
-        if (timing.firstTokenMs !== null && timing.firstScheduledMs !== null) t.prefillMs = (timing.firstTokenMs - timing.firstScheduledMs) * scale;
+        if (timing.firstScheduledMs !== null)
+          t.queueMs = (timing.firstScheduledMs - timing.arrivalMs) * scale;
+        if (timing.firstTokenMs !== null && timing.firstScheduledMs !== null)
+          t.prefillMs = (timing.firstTokenMs - timing.firstScheduledMs) * scale;
         if (timing.firstTokenMs !== null) {
           t.ttftMs = (timing.firstTokenMs - timing.arrivalMs) * scale;
           t.decodeMs = (timing.finishMs - timing.firstTokenMs) * scale;
@@ -492,7 +588,16 @@ function generate(ctx: SimContext, req: IncomingMessage, res: ServerResponse, sp
           if (!finished) {
             finished = true;
             if (record.status !== 'truncated') record.status = 'aborted';
-            if (!res.headersSent) sendError(res, new ApiError(503, 'The request was aborted by the engine (KV cache too small).', 'server_error'), headers);
+            if (!res.headersSent)
+              sendError(
+                res,
+                new ApiError(
+                  503,
+                  'The request was aborted by the engine (KV cache too small).',
+                  'server_error',
+                ),
+                headers,
+              );
             else writer.destroy();
             resolve();
           }
@@ -512,4 +617,3 @@ function generate(ctx: SimContext, req: IncomingMessage, res: ServerResponse, sp
     });
   });
 }
-

@@ -13,7 +13,9 @@ export class ApiError extends Error {
   }
 
   body(): string {
-    return JSON.stringify({ error: { message: this.message, type: this.type, param: this.param, code: this.code } });
+    return JSON.stringify({
+      error: { message: this.message, type: this.type, param: this.param, code: this.code },
+    });
   }
 }
 
@@ -26,7 +28,15 @@ export function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_BODY_BYTES) {
-        reject(new ApiError(413, `Request body exceeds ${MAX_BODY_BYTES} bytes.`, 'invalid_request_error', null, 'request_too_large'));
+        reject(
+          new ApiError(
+            413,
+            `Request body exceeds ${MAX_BODY_BYTES} bytes.`,
+            'invalid_request_error',
+            null,
+            'request_too_large',
+          ),
+        );
         req.resume();
         return;
       }
@@ -39,20 +49,30 @@ export function readBody(req: IncomingMessage): Promise<Buffer> {
 
 export async function readJson(req: IncomingMessage): Promise<unknown> {
   const body = await readBody(req);
-  if (body.length === 0) throw new ApiError(400, 'We could not parse the JSON body of your request: the body is empty.');
+  if (body.length === 0)
+    throw new ApiError(400, 'We could not parse the JSON body of your request: the body is empty.');
   try {
     return JSON.parse(body.toString('utf8'));
   } catch {
     throw new ApiError(
       400,
-      'We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your HTTP library correctly. The OpenAI API expects a JSON payload.)',
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
     );
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -73,7 +93,13 @@ export function sendError(res: ServerResponse, error: ApiError, headers: Record<
 export function zodToApiError(error: { issues: { path: PropertyKey[]; message: string }[] }): ApiError {
   const issue = error.issues[0];
   const param = issue?.path.map(String).join('.') || null;
-  return new ApiError(400, param ? `Invalid value for '${param}': ${issue.message}` : (issue?.message ?? 'Invalid request.'), 'invalid_request_error', param, 'invalid_value');
+  return new ApiError(
+    400,
+    param ? `Invalid value for '${param}': ${issue.message}` : (issue?.message ?? 'Invalid request.'),
+    'invalid_request_error',
+    param,
+    'invalid_value',
+  );
 }
 
 /**

@@ -11,7 +11,11 @@ const message = z.looseObject({
 
 const tool = z.looseObject({
   type: z.literal('function'),
-  function: z.looseObject({ name: z.string().min(1), description: z.string().optional(), parameters: z.unknown().optional() }),
+  function: z.looseObject({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.unknown().optional(),
+  }),
 });
 
 const common = {
@@ -35,7 +39,10 @@ export const chatRequestSchema = z.looseObject({
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   tools: z.array(tool).nullish(),
   tool_choice: z
-    .union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.literal('function'), function: z.object({ name: z.string() }) })])
+    .union([
+      z.enum(['none', 'auto', 'required']),
+      z.looseObject({ type: z.literal('function'), function: z.object({ name: z.string() }) }),
+    ])
     .nullish(),
 });
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
@@ -50,7 +57,12 @@ export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
 export const embeddingRequestSchema = z.looseObject({
   model: z.string({ error: 'you must provide a model parameter' }),
-  input: z.union([z.string(), z.array(z.string()).min(1), z.array(z.number().int()).min(1), z.array(z.array(z.number().int()).min(1)).min(1)]),
+  input: z.union([
+    z.string(),
+    z.array(z.string()).min(1),
+    z.array(z.number().int()).min(1),
+    z.array(z.array(z.number().int()).min(1)).min(1),
+  ]),
   encoding_format: z.enum(['float', 'base64']).nullish(),
   dimensions: z.number().int().min(1).max(4096).nullish(),
 });

@@ -46,7 +46,8 @@ export class DcgmMetrics {
     const elapsed = nowModel - this.lastModelMs;
     const util = elapsed > 0 ? Math.min(1, Math.max(0, (s.busyMs - this.lastBusyMs) / elapsed)) : 0;
     const fill = Math.min(1, s.lastStepDecodeSeqs / this.maxNumSeqs);
-    const prefillShare = s.lastStepTokens > 0 ? (s.lastStepTokens - s.lastStepDecodeSeqs) / s.lastStepTokens : 0;
+    const prefillShare =
+      s.lastStepTokens > 0 ? (s.lastStepTokens - s.lastStepDecodeSeqs) / s.lastStepTokens : 0;
     const dram = util * (0.3 + 0.6 * fill);
     const sm = util * (0.55 + 0.4 * prefillShare);
     const power = IDLE_W + (TDP_W - IDLE_W) * (0.5 * sm + 0.5 * dram);
@@ -54,23 +55,65 @@ export class DcgmMetrics {
     this.lastBusyMs = s.busyMs;
     this.lastModelMs = nowModel;
     this.lastWallMs = nowWall;
-    const fbUsed = Math.round(WEIGHTS_MIB + s.kvUsage * s.kvCapacityBlocks * this.blockSize * KV_MIB_PER_TOKEN);
+    const fbUsed = Math.round(
+      WEIGHTS_MIB + s.kvUsage * s.kvCapacityBlocks * this.blockSize * KV_MIB_PER_TOKEN,
+    );
     const rows: [string, string, string, string][] = [
       ['DCGM_FI_DEV_SM_CLOCK', 'gauge', 'SM clock frequency (in MHz).', '1980'],
       ['DCGM_FI_DEV_MEM_CLOCK', 'gauge', 'Memory clock frequency (in MHz).', '2619'],
-      ['DCGM_FI_DEV_GPU_TEMP', 'gauge', 'GPU temperature (in C).', String(Math.round(30 + (45 * (power - IDLE_W)) / (TDP_W - IDLE_W)))],
+      [
+        'DCGM_FI_DEV_GPU_TEMP',
+        'gauge',
+        'GPU temperature (in C).',
+        String(Math.round(30 + (45 * (power - IDLE_W)) / (TDP_W - IDLE_W))),
+      ],
       ['DCGM_FI_DEV_POWER_USAGE', 'gauge', 'Power draw (in W).', power.toFixed(6)],
-      ['DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION', 'counter', 'Total energy consumption since boot (in mJ).', String(Math.round(this.energyMj))],
+      [
+        'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION',
+        'counter',
+        'Total energy consumption since boot (in mJ).',
+        String(Math.round(this.energyMj)),
+      ],
       ['DCGM_FI_DEV_GPU_UTIL', 'gauge', 'GPU utilization (in %).', String(Math.round(util * 100))],
       ['DCGM_FI_DEV_MEM_COPY_UTIL', 'gauge', 'Memory utilization (in %).', String(Math.round(dram * 100))],
-      ['DCGM_FI_DEV_FB_FREE', 'gauge', 'Framebuffer memory free (in MiB).', String(FB_TOTAL_MIB - FB_RESERVED_MIB - fbUsed)],
+      [
+        'DCGM_FI_DEV_FB_FREE',
+        'gauge',
+        'Framebuffer memory free (in MiB).',
+        String(FB_TOTAL_MIB - FB_RESERVED_MIB - fbUsed),
+      ],
       ['DCGM_FI_DEV_FB_USED', 'gauge', 'Framebuffer memory used (in MiB).', String(fbUsed)],
       ['DCGM_FI_DEV_FB_RESERVED', 'gauge', 'Framebuffer memory reserved (in MiB).', String(FB_RESERVED_MIB)],
-      ['DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'gauge', 'Ratio of time the graphics engine is active.', util.toFixed(6)],
-      ['DCGM_FI_PROF_SM_ACTIVE', 'gauge', 'The ratio of cycles an SM has at least 1 warp assigned.', sm.toFixed(6)],
-      ['DCGM_FI_PROF_PIPE_TENSOR_ACTIVE', 'gauge', 'Ratio of cycles the tensor (HMMA) pipe is active.', (sm * 0.6).toFixed(6)],
-      ['DCGM_FI_PROF_DRAM_ACTIVE', 'gauge', 'Ratio of cycles the device memory interface is active sending or receiving data.', dram.toFixed(6)],
+      [
+        'DCGM_FI_PROF_GR_ENGINE_ACTIVE',
+        'gauge',
+        'Ratio of time the graphics engine is active.',
+        util.toFixed(6),
+      ],
+      [
+        'DCGM_FI_PROF_SM_ACTIVE',
+        'gauge',
+        'The ratio of cycles an SM has at least 1 warp assigned.',
+        sm.toFixed(6),
+      ],
+      [
+        'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE',
+        'gauge',
+        'Ratio of cycles the tensor (HMMA) pipe is active.',
+        (sm * 0.6).toFixed(6),
+      ],
+      [
+        'DCGM_FI_PROF_DRAM_ACTIVE',
+        'gauge',
+        'Ratio of cycles the device memory interface is active sending or receiving data.',
+        dram.toFixed(6),
+      ],
     ];
-    return rows.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}{${LABELS}} ${value}\n`).join('');
+    return rows
+      .map(
+        ([name, type, help, value]) =>
+          `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}{${LABELS}} ${value}\n`,
+      )
+      .join('');
   }
 }

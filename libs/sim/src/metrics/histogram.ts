@@ -17,7 +17,8 @@ export class Histogram {
   render(name: string, labels: string): string {
     const sep = labels.length > 0 ? ',' : '';
     let out = '';
-    for (let i = 0; i < this.buckets.length; i++) out += `${name}_bucket{${labels}${sep}le="${formatNumber(this.buckets[i])}"} ${this.counts[i]}.0\n`;
+    for (let i = 0; i < this.buckets.length; i++)
+      out += `${name}_bucket{${labels}${sep}le="${formatNumber(this.buckets[i])}"} ${this.counts[i]}.0\n`;
     out += `${name}_bucket{${labels}${sep}le="+Inf"} ${this.count}.0\n`;
     out += `${name}_count{${labels}} ${this.count}.0\n`;
     out += `${name}_sum{${labels}} ${formatNumber(this.sum)}\n`;

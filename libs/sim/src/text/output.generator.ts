@@ -140,10 +140,12 @@ function sampleRank(level: EntropyLevel, u: number): number {
 /** Argument values that satisfy a JSON-schema `parameters` object well enough for a client. */
 function argumentsFor(parameters: unknown, rng: Prng): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const props = (parameters as { properties?: Record<string, { type?: string; enum?: unknown[] }> } | null)?.properties;
+  const props = (parameters as { properties?: Record<string, { type?: string; enum?: unknown[] }> } | null)
+    ?.properties;
   if (props === undefined || props === null || typeof props !== 'object') return out;
   for (const [name, schema] of Object.entries(props)) {
-    if (Array.isArray(schema?.enum) && schema.enum.length > 0) out[name] = schema.enum[rng.int(schema.enum.length)];
+    if (Array.isArray(schema?.enum) && schema.enum.length > 0)
+      out[name] = schema.enum[rng.int(schema.enum.length)];
     else if (schema?.type === 'number' || schema?.type === 'integer') out[name] = rng.int(100);
     else if (schema?.type === 'boolean') out[name] = rng.next() < 0.5;
     else if (schema?.type === 'array') out[name] = [];
@@ -165,7 +167,11 @@ export function planOutput(options: OutputOptions): OutputPlan {
   let texts: string[];
   if (options.tool) {
     const args = JSON.stringify(argumentsFor(options.tool.parameters, rng));
-    toolCall = { id: `call_${key.toString(36)}${rng.int(1e9).toString(36)}`, name: options.tool.name, arguments: args };
+    toolCall = {
+      id: `call_${key.toString(36)}${rng.int(1e9).toString(36)}`,
+      name: options.tool.name,
+      arguments: args,
+    };
     texts = tokenize(args);
     if (texts.length === 0) texts = [args];
   } else {
@@ -179,14 +185,19 @@ export function planOutput(options: OutputOptions): OutputPlan {
     // One planted span of 4-8 tokens, placed after the first fifth of the answer.
     if (options.tokens >= 12 && rng.next() < options.hallucinationRate) {
       const length = 4 + rng.int(5);
-      const start = Math.floor(options.tokens * 0.2) + rng.int(Math.max(1, options.tokens - length - Math.floor(options.tokens * 0.2)));
+      const start =
+        Math.floor(options.tokens * 0.2) +
+        rng.int(Math.max(1, options.tokens - length - Math.floor(options.tokens * 0.2)));
       spans.push({ start, end: Math.min(options.tokens, start + length) });
     }
   }
   const tokens: PlannedToken[] = texts.map((text, i) => {
     const hallucinated = spans.some((s) => i >= s.start && i < s.end);
     const bits = hallucinated
-      ? Math.min(MAX_BITS, Math.max(3.4, rng.normal(options.hallucinatedEntropyBits, options.hallucinatedEntropySd)))
+      ? Math.min(
+          MAX_BITS,
+          Math.max(3.4, rng.normal(options.hallucinatedEntropyBits, options.hallucinatedEntropySd)),
+        )
       : Math.min(3.2, Math.max(0.6, rng.normal(options.groundedEntropyBits, options.groundedEntropySd)));
     const level = levelFor(bits);
     // Grounded tokens are the model's top choice; hallucinated ones are sampled from a flat tail.

@@ -41,7 +41,11 @@ const TOOLS: ToolDefinition[] = [
         type: 'object',
         properties: {
           city: { type: 'string' },
-          temperature: { type: 'object', properties: { value: { type: 'number' }, unit: { type: 'string', enum: ['C', 'F'] } }, required: ['value', 'unit'] },
+          temperature: {
+            type: 'object',
+            properties: { value: { type: 'number' }, unit: { type: 'string', enum: ['C', 'F'] } },
+            required: ['value', 'unit'],
+          },
           conditions: { type: 'string' },
           observed_at: { type: 'string', format: 'date-time' },
         },
@@ -66,8 +70,19 @@ const TOOLS: ToolDefinition[] = [
         properties: {
           order_id: { type: 'string' },
           status: { type: 'string', enum: ['pending', 'shipped', 'delivered', 'cancelled'] },
-          total: { type: 'object', properties: { amount: { type: 'number' }, currency: { type: 'string' } }, required: ['amount', 'currency'] },
-          items: { type: 'array', items: { type: 'object', properties: { sku: { type: 'string' }, quantity: { type: 'integer' } }, required: ['sku', 'quantity'] } },
+          total: {
+            type: 'object',
+            properties: { amount: { type: 'number' }, currency: { type: 'string' } },
+            required: ['amount', 'currency'],
+          },
+          items: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { sku: { type: 'string' }, quantity: { type: 'integer' } },
+              required: ['sku', 'quantity'],
+            },
+          },
         },
         required: ['order_id', 'status', 'total', 'items'],
       },
@@ -82,7 +97,12 @@ function clone<T>(value: T): T {
 }
 
 /** Applies a schema_drift fault to a response schema (the drifted contract is the served one). */
-function driftSchema(tool: ToolDefinition, version: ToolVersion, schema: JsonSchema, drift: FaultOf<'schema_drift'> | undefined): JsonSchema {
+function driftSchema(
+  tool: ToolDefinition,
+  version: ToolVersion,
+  schema: JsonSchema,
+  drift: FaultOf<'schema_drift'> | undefined,
+): JsonSchema {
   if (drift === undefined || (drift.tool !== undefined && drift.tool !== tool.name)) return schema;
   const out = clone(schema);
   if (drift.mode === 'type_change') {
@@ -118,7 +138,8 @@ function sample(schema: JsonSchema, rng: Prng, name: string): unknown {
     case 'boolean':
       return rng.next() < 0.5;
     default:
-      if (schema.format === 'date-time') return new Date(Date.UTC(2026, 0, 1) + rng.int(86400) * 1000).toISOString();
+      if (schema.format === 'date-time')
+        return new Date(Date.UTC(2026, 0, 1) + rng.int(86400) * 1000).toISOString();
       return `${name}-${rng.int(1000)}`;
   }
 }
@@ -142,14 +163,21 @@ export class ToolsService {
 
   private tool(name: string): ToolDefinition {
     const tool = TOOLS.find((t) => t.name === name);
-    if (!tool) throw new ApiError(404, `Unknown tool '${name}'.`, 'invalid_request_error', 'tool', 'tool_not_found');
+    if (!tool)
+      throw new ApiError(404, `Unknown tool '${name}'.`, 'invalid_request_error', 'tool', 'tool_not_found');
     return tool;
   }
 
   routeVersion(headers: Record<string, string | string[] | undefined>): ToolVersion {
     const explicit = headers['x-tool-version'];
     if (explicit === 'v1.9' || explicit === 'v2.1') return explicit;
-    if (explicit !== undefined) throw new ApiError(400, `Unknown tool version '${String(explicit)}' (v1.9 or v2.1).`, 'invalid_request_error', 'x-tool-version');
+    if (explicit !== undefined)
+      throw new ApiError(
+        400,
+        `Unknown tool version '${String(explicit)}' (v1.9 or v2.1).`,
+        'invalid_request_error',
+        'x-tool-version',
+      );
     return headers['x-gray-flag'] === 'v2' ? 'v2.1' : 'v1.9';
   }
 
@@ -174,8 +202,16 @@ export class ToolsService {
 
   async invoke(name: string, version: ToolVersion, args: unknown): Promise<unknown> {
     const tool = this.tool(name);
-    const missing = (tool.request.required ?? []).filter((f) => typeof (args as Record<string, unknown> | null)?.[f] !== 'string');
-    if (missing.length > 0) throw new ApiError(400, `Missing required argument '${missing[0]}'.`, 'invalid_request_error', missing[0]);
+    const missing = (tool.request.required ?? []).filter(
+      (f) => typeof (args as Record<string, unknown> | null)?.[f] !== 'string',
+    );
+    if (missing.length > 0)
+      throw new ApiError(
+        400,
+        `Missing required argument '${missing[0]}'.`,
+        'invalid_request_error',
+        missing[0],
+      );
     const schema = driftSchema(tool, version, tool.responses[version], this.faults.get('schema_drift'));
     const rng = new Prng(fnv1a(JSON.stringify(args), this.seed >>> 0));
     const body = sample(schema, rng, tool.name) as Record<string, unknown>;

@@ -33,7 +33,7 @@ const StorageEnvSchema = z.object({
  * Throws with the variable's name when a value is malformed.
  */
 export function databaseConfigFromEnv(
-  env: Record<string, string | undefined> = process.env,
+  env: Readonly<Record<string, string | undefined>>,
   home: string = homedir(),
 ): DatabaseConfig {
   const parsed = StorageEnvSchema.safeParse(env);

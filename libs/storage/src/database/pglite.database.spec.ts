@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRepositories } from '../repositories/repositories';
-import { campaignSpec } from '../storage.contract';
+import { campaignSpec } from '../storage.contract-suite';
 import { openDatabase } from './open-database';
 import { PgliteDatabase } from './pglite.database';
 import { MIGRATIONS } from '../migrations/migrations';

@@ -1,0 +1,2 @@
+export * from './analyzer.module';
+export * from './analyzer.settings';

@@ -1,0 +1,2 @@
+export * from './gpu-collector.module';
+export * from './gpu-collector.settings';

@@ -1,0 +1,2 @@
+export * from './load-generator.module';
+export * from './load-generator.settings';

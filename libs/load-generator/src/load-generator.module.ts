@@ -1,0 +1,24 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { InlineShardEngine, ThreadShardEngine, type ShardEngine } from './engine-thread';
+import { SHARD_ENGINE } from './engine-thread.config';
+import { ShardRunnerService } from './shard-runner.service';
+import { LOAD_GENERATOR_SETTINGS, type LoadGeneratorSettings } from './load-generator.settings';
+
+/** Runs load plan shards against targets and streams telemetry. */
+@Module({})
+export class LoadGeneratorModule {
+  static register(settings: LoadGeneratorSettings): DynamicModule {
+    return {
+      module: LoadGeneratorModule,
+      providers: [
+        { provide: LOAD_GENERATOR_SETTINGS, useValue: settings },
+        ShardRunnerService,
+        {
+          provide: SHARD_ENGINE,
+          useFactory: (): ShardEngine =>
+            settings.FATHOM_ENGINE_THREAD === 'inline' ? new InlineShardEngine() : new ThreadShardEngine(),
+        },
+      ],
+    };
+  }
+}

@@ -1,0 +1,59 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { CampaignSpec } from '@fathom/contracts';
+import { CampaignSpecSchema } from '@fathom/contracts';
+import { probeTarget, withResolvedModel } from './target-probe';
+
+describe(probeTarget.name, () => {
+  let server: Server;
+  let base: string;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        req.url === '/v1/models'
+          ? JSON.stringify({ object: 'list', data: [{ id: 'm-1' }, { id: 'm-2' }] })
+          : '{}',
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('reads the models a reachable target serves', async () => {
+    expect(await probeTarget(base, { timeoutMs: 2000 })).toEqual({ reachable: true, models: ['m-1', 'm-2'] });
+  });
+
+  it('says why a target is unreachable', async () => {
+    const sut = await probeTarget('http://127.0.0.1:9/v1', { timeoutMs: 2000 });
+    expect(sut.reachable).toBe(false);
+    expect(sut.reachable === false && sut.reason).toMatch(
+      /^target unreachable: http:\/\/127\.0\.0\.1:9\/v1\/models: ECONNREFUSED/,
+    );
+  });
+});
+
+describe(withResolvedModel.name, () => {
+  const spec = (model?: string): CampaignSpec =>
+    CampaignSpecSchema.parse({
+      name: 'x',
+      target: { baseUrl: 'http://127.0.0.1:1/v1' },
+      scenario: { type: 'chat', prompts: ['hi'], ...(model ? { model } : {}) },
+      load: { concurrency: 1, durationMs: 100 },
+    });
+
+  it('takes the first listed model when the scenario names none', () => {
+    expect(withResolvedModel(spec(), ['m-1', 'm-2'])).toMatchObject({ scenario: { model: 'm-1' } });
+  });
+
+  it('keeps a model the scenario names', () => {
+    expect(withResolvedModel(spec('mine'), ['m-1'])).toMatchObject({ scenario: { model: 'mine' } });
+  });
+
+  it('refuses when there is nothing to choose from', () => {
+    expect(withResolvedModel(spec(), [])).toMatch(/scenario.model is not set/);
+  });
+});

@@ -1,0 +1,16 @@
+import { CampaignSpecSchema, type CampaignSpec } from '@fathom/contracts';
+import { FieldValidationError, parseFields } from './http/field-validation';
+
+export type { FieldIssue } from './http/field-validation';
+
+/** A campaign that cannot run as written; every issue names its field. */
+export class CampaignValidationError extends FieldValidationError {}
+
+export function parseCampaign(input: unknown): CampaignSpec {
+  try {
+    return parseFields(CampaignSpecSchema, input, 'campaign');
+  } catch (error) {
+    if (error instanceof FieldValidationError) throw new CampaignValidationError('campaign', error.issues);
+    throw error;
+  }
+}

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { parseSettings } from '@fathom/contracts';
+
+/** The orchestrator's settings, validated once at boot by libs/runtime and injected. */
+export const OrchestratorSettingsSchema = z.object({
+  /** Bearer token that REST calls must carry; unset = open (embedded, loopback only). */
+  FATHOM_API_TOKEN: z.string().min(8).optional(),
+  /** Shared secret Alertmanager presents as `Authorization: Bearer <secret>`; unset = webhook refused (503). */
+  FATHOM_ALERT_WEBHOOK_SECRET: z.string().min(8).optional(),
+  /**
+   * A pending or running run with no report this long after its planned end (start + duration)
+   * is marked failed: its load-generator or orchestrator died with it. Covers the analyzer's
+   * settle time (FATHOM_ANALYZER_SETTLE_MS, 15 s by default) with room to spare.
+   */
+  FATHOM_RUN_GRACE_MS: z.coerce.number().int().positive().default(120_000),
+  /** How often open runs are reconciled with stored reports and deadlines, ms. */
+  FATHOM_RECONCILE_INTERVAL_MS: z.coerce.number().int().positive().default(5_000),
+  /** How often due schedules are looked at, ms. */
+  FATHOM_SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1_000),
+  /** First rerun backoff of a campaign, doubled for each rerun it already had, ms. */
+  FATHOM_RERUN_BACKOFF_MS: z.coerce.number().int().min(0).default(5_000),
+  /** Backoff ceiling, ms. */
+  FATHOM_RERUN_BACKOFF_MAX_MS: z.coerce.number().int().min(0).default(600_000),
+});
+export type OrchestratorSettings = z.infer<typeof OrchestratorSettingsSchema>;
+
+export const ORCHESTRATOR_SETTINGS = Symbol('ORCHESTRATOR_SETTINGS');
+
+export function parseOrchestratorSettings(
+  env: Readonly<Record<string, string | undefined>>,
+): OrchestratorSettings {
+  return parseSettings(OrchestratorSettingsSchema, env, 'orchestrator');
+}

@@ -1,0 +1,102 @@
+import type {
+  MetricComparison,
+  ShadowGroupReport,
+  ShadowMetric,
+  ShadowSample,
+  TargetObservation,
+} from '@fathom/contracts';
+
+/**
+ * Smallest difference worth reporting, per metric, so that equal floating-point figures never
+ * count as a difference: 1 ms of latency, 0.01 of similarity or risk share, 1 point of errors.
+ */
+export const MIN_RESOLUTION: Record<ShadowMetric, number> = {
+  e2eMs: 1,
+  ttftMs: 1,
+  dissimilarity: 0.01,
+  hallucinationRisk: 0.01,
+  errorRate: 0.01,
+};
+
+/** Groups with fewer samples are listed but never report a difference. */
+export const MIN_SAMPLES_PER_GROUP = 5;
+
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (sorted.length - 1) * q;
+  const lo = Math.floor(rank);
+  const hi = Math.ceil(rank);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
+}
+
+function compare(
+  metric: ShadowMetric,
+  noise: readonly number[],
+  candidate: readonly number[],
+  enough: boolean,
+): MetricComparison {
+  const noiseFloor = quantile(noise.map(Math.abs), 0.95);
+  const candidateDifference = quantile(candidate, 0.5);
+  return {
+    metric,
+    noiseFloor,
+    candidateDifference,
+    samples: candidate.length,
+    beyondNoise: enough && candidate.length > 0 && candidateDifference > noiseFloor + MIN_RESOLUTION[metric],
+  };
+}
+
+export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGroupReport[] {
+  const groups = new Map<string, ShadowSample[]>();
+  for (const s of samples) {
+    const key = `${s.endpoint}\u0000${s.intent}`;
+    groups.set(key, [...(groups.get(key) ?? []), s]);
+  }
+  return [...groups.values()].map((group) => {
+    const enough = group.length >= MIN_SAMPLES_PER_GROUP;
+    const ok = group.filter((s) => s.primary.ok && s.secondary.ok && s.candidate.ok);
+    const pairs = (pick: (o: TargetObservation) => number | null) => {
+      const noise: number[] = [];
+      const cand: number[] = [];
+      for (const s of ok) {
+        const p = pick(s.primary);
+        const sec = pick(s.secondary);
+        const c = pick(s.candidate);
+        if (p === null || sec === null || c === null) continue;
+        noise.push(sec - p);
+        cand.push(c - p);
+      }
+      return [noise, cand] as const;
+    };
+    const sims = ok.filter(
+      (s) => s.similarityPrimarySecondary !== null && s.similarityPrimaryCandidate !== null,
+    );
+    const errors = (pick: (s: ShadowSample) => TargetObservation) =>
+      group.filter((s) => !pick(s).ok).length / group.length;
+    const metrics: MetricComparison[] = [
+      compare('e2eMs', ...pairs((o) => o.e2eMs), enough),
+      compare('ttftMs', ...pairs((o) => o.ttftMs), enough),
+      compare(
+        'dissimilarity',
+        sims.map((s) => 1 - (s.similarityPrimarySecondary as number)),
+        sims.map((s) => 1 - (s.similarityPrimaryCandidate as number)),
+        enough,
+      ),
+      compare('hallucinationRisk', ...pairs((o) => o.hallucinationRisk), enough),
+      compare(
+        'errorRate',
+        [errors((s) => s.secondary) - errors((s) => s.primary)],
+        [errors((s) => s.candidate) - errors((s) => s.primary)],
+        enough,
+      ),
+    ];
+    return {
+      endpoint: group[0].endpoint,
+      intent: group[0].intent,
+      samples: group.length,
+      metrics,
+      differences: metrics.filter((m) => m.beyondNoise),
+    };
+  });
+}

@@ -1,0 +1,58 @@
+import { createBus } from '@fathom/bus';
+import { openDatabase, RunRepository, type Database } from '@fathom/storage';
+import type { Bus } from '@fathom/bus';
+import type { LogLevel } from '@nestjs/common';
+import { CampaignService } from '@fathom/orchestrator';
+import { createFathomApp, type FathomApp } from './fathom-app';
+import { SERVICE_NAMES } from '@fathom/contracts';
+
+export interface EmbeddedOptions {
+  /** PGlite data directory; null keeps everything in memory. */
+  readonly dataDir: string | null;
+  readonly host?: string;
+  readonly port?: number;
+  readonly logLevels?: LogLevel[] | false;
+}
+
+export interface EmbeddedFathom {
+  readonly url: string;
+  readonly fathom: FathomApp;
+  readonly bus: Bus;
+  readonly database: Database;
+  readonly campaigns: CampaignService;
+  readonly runs: RunRepository;
+  close(): Promise<void>;
+}
+
+/** All five services in this process, on the in-memory bus and embedded PostgreSQL (PGlite). */
+export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedFathom> {
+  const bus = await createBus({ kind: 'memory' });
+  const database = await openDatabase({ kind: 'pglite', dataDir: options.dataDir });
+  try {
+    const fathom = await createFathomApp({
+      services: SERVICE_NAMES,
+      bus,
+      database,
+      host: options.host,
+      port: options.port,
+      logLevels: options.logLevels,
+    });
+    return {
+      url: fathom.url,
+      fathom,
+      bus,
+      database,
+      campaigns: fathom.app.get(CampaignService),
+      runs: fathom.app.get(RunRepository),
+      close: async () => {
+        await fathom.close();
+        await bus.close();
+        await database.close();
+      },
+    };
+  } catch (error) {
+    await bus.close();
+    await database.close();
+    throw error;
+  }
+}

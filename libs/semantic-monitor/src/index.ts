@@ -1,0 +1,3 @@
+export * from './semantic-monitor.module';
+export * from './semantic-monitor.service';
+export * from './semantic-monitor.settings';

@@ -1,0 +1,548 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { z } from 'zod';
+import {
+  InjectBus,
+  buildDeadLetter,
+  consume,
+  subscribeAll,
+  type Bus,
+  type MessageContext,
+  type Subscription,
+} from '@fathom/bus';
+import {
+  RequestRecordSchema,
+  Topics,
+  envelope,
+  type DetectorSignal,
+  type RequestRecord,
+  type RequestTelemetry,
+  type RunLifecycle,
+  type RunReport,
+  type RunShardCommand,
+  type SemanticSignal,
+  type TokenStatsSignal,
+  Detectors,
+  requestTelemetryEnvelopeTopic,
+  type RequestTelemetryEnvelope,
+} from '@fathom/contracts';
+import { HostResourceReader } from '@fathom/gpu';
+import {
+  AdaptiveSampleRate,
+  CachedEmbedder,
+  DEFAULT_HALLUCINATION_RISK,
+  DEFAULT_REQUEST_E2E_BUDGET_MS,
+  EmbedderUnavailableError,
+  GoodputLedger,
+  ResponseAssessor,
+  SampledEmbeddingDrift,
+  WorkerEmbedder,
+  embeddingModelFromChoice,
+  type RequestLatencySlo,
+  type ResponseAssessment,
+} from '@fathom/semantic';
+import { isStaleShardCommand } from '@fathom/contracts';
+import { consumerGroup } from '@fathom/contracts';
+import { tokenStats } from './token-stats.util';
+import { ToolContractWatch } from './tool-contract.watch';
+import { BaselineDriftService, type BaselineDriftWatch } from './baseline-drift.watch';
+import { SEMANTIC_MONITOR_SETTINGS, type SemanticMonitorSettings } from './semantic-monitor.settings';
+import { TimeSliceClock } from './time-slice.util';
+import { RagEmbeddingBudget, RagMismatchWatch, planEmbeddings } from './rag-mismatch.watch';
+
+/**
+ * Most synchronous work per macrotask (validation, assessment, signal encoding), ms. In the
+ * embedded runtime the load-generator stamps token arrivals on this same loop; a 2 ms slice
+ * bounds the delay the monitor adds to any of them. Our choice, about one SSE token gap at
+ * 500 tokens/s.
+ */
+export const MONITOR_SLICE_BUDGET_MS = 2;
+
+interface RunState {
+  campaignId: string;
+  slo: RequestLatencySlo | null;
+  shardCount: number | null;
+  readonly endedShards: Map<number, number>;
+  readonly assessor: ResponseAssessor;
+  readonly ledger: GoodputLedger;
+  readonly drift: SampledEmbeddingDrift;
+  /** Against a baseline run (campaign spec `semantic.baseline`); null when not asked for. */
+  baseline: BaselineDriftWatch | null;
+  /** RAG query/document KL on the embedded retrieve/rerank records. */
+  readonly ragMismatch: RagMismatchWatch;
+  firstStartedAt: number | null;
+  lastEndedAt: number | null;
+  goodputPublished: boolean;
+  settleTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * Reads request telemetry and judges every response while the load is on: token-level stats,
+ * hallucination risk from the logprobs (entropy for every token), prompt explosion (when the
+ * record carries the prompt), text validity and the latency SLO, then per run the semantic
+ * goodput once every shard's records are in. Embeddings run on a sample whose rate follows the
+ * host's CPU left (AIMD), off the hot path: at most one embedding batch is in flight and a
+ * sample that finds it busy is skipped, never queued.
+ *
+ * The event loop is shared (in the embedded runtime, with the load-generator's token timing),
+ * so nothing here holds it for long: records are validated and assessed in slices of at most
+ * `MONITOR_SLICE_BUDGET_MS`, and the embedding model runs in a worker thread (`WorkerEmbedder`),
+ * started with the first run this service sees, so the service itself starts at once and an
+ * idle one loads no model. A worker that dies is reported (monitor-fault) and restarted with
+ * backoff; samples meanwhile go without embeddings.
+ */
+@Injectable()
+export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(SemanticMonitorService.name);
+  private readonly subscriptions: Subscription[] = [];
+  private readonly runs = new Map<string, RunState>();
+  /** Tool schema drift: observed tool answers against the campaign's declared contracts. */
+  private readonly toolContracts = new ToolContractWatch();
+  private readonly sampler: AdaptiveSampleRate;
+  /** The sample budget counted in texts: a RAG record's query and documents are several. */
+  private readonly ragBudget = new RagEmbeddingBudget();
+  private readonly host = new HostResourceReader();
+  private cpuTimer: NodeJS.Timeout | null = null;
+  private readonly clock = new TimeSliceClock(MONITOR_SLICE_BUDGET_MS);
+  /** The worker running the model; null until the first run, or with FATHOM_SEMANTIC_EMBEDDER=off. */
+  private worker: WorkerEmbedder | null = null;
+  /** The LRU cache in front of the worker, made once the worker's model is loaded. */
+  private embedder: CachedEmbedder | null = null;
+  private embedderFaults = 0;
+  private embedding = false;
+  /** The embedding batch in flight (resolved when none): end-of-run verdicts wait for it. */
+  private embeddingSettled: Promise<unknown> = Promise.resolve();
+  private embeddingMs = 0;
+  private embeddedTexts = 0;
+  /** After the last shard ends, how long to wait for its records before publishing goodput anyway. */
+  private readonly settleMs: number;
+
+  constructor(
+    @InjectBus() private readonly bus: Bus,
+    private readonly baselines: BaselineDriftService,
+    @Inject(SEMANTIC_MONITOR_SETTINGS) private readonly settings: SemanticMonitorSettings,
+  ) {
+    this.sampler = new AdaptiveSampleRate({ min: settings.FATHOM_SEMANTIC_MIN_SAMPLE_RATE });
+    this.settleMs = settings.FATHOM_SEMANTIC_SETTLE_MS;
+  }
+
+  async onModuleInit(): Promise<void> {
+    this.subscriptions.push(
+      ...(await subscribeAll(this.bus, 'semantic-monitor', [
+        consume(Topics.runShard, (c) => this.onShard(c), { fromBeginning: true }),
+        consume(Topics.runLifecycle, (e) => this.onLifecycle(e)),
+        consume(Topics.runReport, (r) => this.onReport(r)),
+        consume(requestTelemetryEnvelopeTopic, (batch, context) => this.onBatch(batch, context)),
+      ])),
+    );
+    this.cpuTimer = setInterval(() => this.sampler.adjust(this.host.read().cpuPct), 1000);
+    this.cpuTimer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.cpuTimer) clearInterval(this.cpuTimer);
+    for (const run of this.runs.values()) if (run.settleTimer) clearTimeout(run.settleTimer);
+    await Promise.all(this.subscriptions.map((s) => s.close()));
+    await this.worker?.close();
+  }
+
+  private run(campaignId: string, runId: string): RunState {
+    let run = this.runs.get(runId);
+    if (!run) {
+      run = {
+        campaignId,
+        slo: null,
+        shardCount: null,
+        endedShards: new Map(),
+        assessor: new ResponseAssessor(),
+        ledger: new GoodputLedger(),
+        drift: new SampledEmbeddingDrift(),
+        baseline: null,
+        ragMismatch: new RagMismatchWatch(campaignId, runId, {
+          publish: (signal) => this.bus.publish(Topics.semanticSignal, signal),
+        }),
+        firstStartedAt: null,
+        lastEndedAt: null,
+        goodputPublished: false,
+        settleTimer: null,
+      };
+      this.runs.set(runId, run);
+      this.startEmbedder();
+    }
+    return run;
+  }
+
+  private onShard(command: RunShardCommand): void {
+    if (isStaleShardCommand(command)) return;
+    const run = this.run(command.campaignId, command.runId);
+    run.shardCount = command.shard.count;
+    this.toolContracts.declare(command.campaignId, command.runId, command.spec);
+    run.baseline ??= this.baselines.watch(command);
+    const slo = command.spec.slo;
+    // Per-request budgets: the run's P99 objectives applied to each request; SLO-0's 800 ms when none.
+    run.slo =
+      slo.p99Ms === undefined && slo.ttftP99Ms === undefined
+        ? { e2eMs: DEFAULT_REQUEST_E2E_BUDGET_MS }
+        : { e2eMs: slo.p99Ms, ttftMs: slo.ttftP99Ms };
+  }
+
+  private async onLifecycle(event: RunLifecycle): Promise<void> {
+    if (event.phase === 'shard-started') return;
+    const run = this.run(event.campaignId, event.runId);
+    run.shardCount ??= event.shard.count;
+    run.endedShards.set(event.shard.index, event.counts.recordsPublished);
+    await this.maybePublishGoodput(event.runId, run, false);
+  }
+
+  private onReport(report: RunReport): void {
+    const run = this.runs.get(report.runId);
+    if (run?.settleTimer) clearTimeout(run.settleTimer);
+    this.runs.delete(report.runId);
+    this.toolContracts.forget(report.runId);
+  }
+
+  private async onBatch(envelopeOnly: RequestTelemetryEnvelope, context: MessageContext): Promise<void> {
+    const records: RequestRecord[] = [];
+    for (let i = 0; i < envelopeOnly.records.length; i++) {
+      if (this.clock.due()) await this.clock.yield();
+      const checked = RequestRecordSchema.safeParse(envelopeOnly.records[i]);
+      if (!checked.success) {
+        await this.deadLetter(envelopeOnly, context, `records[${i}]: ${z.prettifyError(checked.error)}`);
+        return;
+      }
+      records.push(checked.data);
+    }
+    const batch: RequestTelemetry = { ...envelopeOnly, records };
+    const run = this.run(batch.campaignId, batch.runId);
+    let signals: SemanticSignal[] = [];
+    let toEmbed: RequestRecord[] = [];
+    for (const record of records) {
+      if (this.clock.due()) {
+        // The slice's signals go out before the yield, in record order.
+        if (signals.length > 0) await this.bus.publishMany(Topics.semanticSignal, signals);
+        signals = [];
+        await this.clock.yield();
+      }
+      const id = `${batch.id}/${record.requestId}`;
+      try {
+        const assessment = run.assessor.assess(record, run.slo);
+        signals.push(this.tokenStatsSignal(batch, id, record, assessment));
+        signals.push(...this.detectorSignals(batch, id, record, assessment));
+        signals.push(...this.toolContracts.observe(batch, record));
+        run.ledger.add({
+          requestId: record.requestId,
+          latencySloMet:
+            assessment.latencySloMet ??
+            (record.errorClass === null && record.status >= 200 && record.status < 300),
+          semanticChecks: assessment.checks,
+        });
+        run.firstStartedAt = Math.min(run.firstStartedAt ?? Infinity, record.startedAt);
+        run.lastEndedAt = Math.max(run.lastEndedAt ?? 0, record.startedAt + record.e2eMs);
+        if (
+          assessment.status === 'ok' ||
+          assessment.status === 'no-logprobs' ||
+          assessment.status === 'no-top-logprobs'
+        ) {
+          if (record.content.length > 0 && this.sampler.take() && this.ragBudget.admit(record))
+            toEmbed.push(record);
+        }
+      } catch (error) {
+        // A record the zod schema let through but the monitor cannot judge: classified, not a crash.
+        signals.push(
+          this.detector(
+            batch,
+            `${id}/fault`,
+            record.requestId,
+            Detectors.monitorFault,
+            'warning',
+            `could not assess response: ${errorText(error)}`,
+            {},
+          ),
+        );
+      }
+    }
+    if (signals.length > 0) await this.bus.publishMany(Topics.semanticSignal, signals);
+    if (run.baseline) toEmbed = run.baseline.prefer(toEmbed, batch.records);
+    if (toEmbed.length > 0) this.embedSample(run, toEmbed);
+    await this.maybePublishGoodput(batch.runId, run, false);
+  }
+
+  /** A message with a record that fails the record schema: dead-lettered whole, as the bus does with an invalid message. */
+  private async deadLetter(
+    event: RequestTelemetryEnvelope,
+    context: MessageContext,
+    error: string,
+  ): Promise<void> {
+    this.logger.warn(`dead-lettering telemetry ${event.id} of run ${event.runId}: ${error}`);
+    await this.bus.publish(
+      Topics.deadLetter,
+      buildDeadLetter({
+        message: {
+          topic: context.topic,
+          key: context.key,
+          partition: context.partition,
+          offset: context.offset,
+          headers: context.headers,
+          // The parsed message re-encoded: the same JSON value as the bytes that arrived.
+          value: Buffer.from(JSON.stringify(event), 'utf8'),
+        },
+        group: consumerGroup('semantic-monitor', Topics.requestTelemetry),
+        reason: 'schema-mismatch',
+        error,
+        attempts: 0,
+        parsed: event,
+      }),
+    );
+  }
+
+  private tokenStatsSignal(
+    batch: RequestTelemetry,
+    id: string,
+    record: RequestRecord,
+    a: ResponseAssessment,
+  ): TokenStatsSignal {
+    return {
+      // Derived ids keep a redelivered batch idempotent downstream.
+      ...envelope(batch.campaignId, batch.runId),
+      id,
+      kind: 'token-stats',
+      requestId: record.requestId,
+      ...tokenStats(record),
+      assessment: a.status,
+      meanEntropyBits: a.meanEntropyBits,
+      maxWindowMeanBits: a.maxWindowMeanBits,
+      riskSegments: a.riskSegments.length,
+      latencySloMet: a.latencySloMet,
+      checks: a.checks,
+    };
+  }
+
+  private detectorSignals(
+    batch: RequestTelemetry,
+    id: string,
+    record: RequestRecord,
+    a: ResponseAssessment,
+  ): DetectorSignal[] {
+    const out: DetectorSignal[] = a.riskSegments.map((s, i) =>
+      this.detector(
+        batch,
+        `${id}/risk/${i}`,
+        record.requestId,
+        Detectors.hallucinationRisk,
+        'warning',
+        `hallucination risk at tokens [${s.start}, ${s.end}): mean entropy ${s.meanEntropyBits.toFixed(2)} bits, window peak ${s.peakWindowMeanBits.toFixed(2)} bits`,
+        {
+          start: s.start,
+          end: s.end,
+          tokens: s.end - s.start,
+          responseTokens: record.logprobs?.length ?? 0,
+          meanEntropyBits: s.meanEntropyBits,
+          peakWindowMeanBits: s.peakWindowMeanBits,
+          thresholdBits: DEFAULT_HALLUCINATION_RISK.highBits,
+        },
+      ),
+    );
+    const p = a.promptExplosion;
+    if (p?.exploded) {
+      out.push(
+        this.detector(
+          batch,
+          `${id}/prompt`,
+          record.requestId,
+          Detectors.promptExplosion,
+          'critical',
+          `prompt explosion (${p.reasons.join(', ')}): depth ${p.depth.depth} (${p.depth.deepestPath.join('>')}), ${p.tokens} tokens${p.surgeRatio === null ? '' : `, ${p.surgeRatio.toFixed(2)} x P95 baseline`}`,
+          {
+            depth: p.depth.depth,
+            depthLimit: 5,
+            tokens: p.tokens,
+            ...(p.baselineP95 === null ? {} : { baselineP95: p.baselineP95 }),
+            ...(p.surgeRatio === null ? {} : { surgeRatio: p.surgeRatio }),
+            surgeRatioLimit: 3,
+            depthExceeded: p.reasons.includes('depth') ? 1 : 0,
+            surgeExceeded: p.reasons.includes('surge') ? 1 : 0,
+          },
+        ),
+      );
+    }
+    return out;
+  }
+
+  private detector(
+    batch: { campaignId: string; runId: string },
+    id: string,
+    requestId: string | null,
+    detector: string,
+    severity: DetectorSignal['severity'],
+    message: string,
+    figures: Record<string, number>,
+  ): DetectorSignal {
+    return {
+      ...envelope(batch.campaignId, batch.runId),
+      id,
+      kind: 'detector',
+      detector,
+      requestId,
+      severity,
+      message,
+      figures,
+    };
+  }
+
+  /**
+   * Publishes the run's semantic goodput once: when every shard has ended and all the records
+   * the shards published were judged, or `settleMs` after the last shard ended (then with
+   * `complete: 0`).
+   */
+  private async maybePublishGoodput(runId: string, run: RunState, force: boolean): Promise<void> {
+    if (run.goodputPublished || run.shardCount === null || run.endedShards.size < run.shardCount) return;
+    const expected = [...run.endedShards.values()].reduce((a, b) => a + b, 0);
+    const complete = run.ledger.requests >= expected;
+    if (!complete && !force) {
+      run.settleTimer ??= setTimeout(
+        () => void this.maybePublishGoodput(runId, run, true).catch(() => undefined),
+        this.settleMs,
+      );
+      return;
+    }
+    run.goodputPublished = true;
+    if (run.settleTimer) clearTimeout(run.settleTimer);
+    void run.baseline
+      ?.finish(complete, this.embeddingSettled)
+      .catch((e: Error) => this.logger.warn(`baseline: ${e.message}`));
+    void run.ragMismatch
+      .finish(complete, this.embeddingSettled)
+      .catch((e: Error) => this.logger.warn(`rag mismatch: ${e.message}`));
+    const durationS =
+      run.firstStartedAt !== null && run.lastEndedAt !== null && run.lastEndedAt > run.firstStartedAt
+        ? (run.lastEndedAt - run.firstStartedAt) / 1000
+        : undefined;
+    const g = run.ledger.report(durationS);
+    const drift = run.drift.figures();
+    const figures: Record<string, number> = {
+      requests: g.requests,
+      expectedRecords: expected,
+      complete: complete ? 1 : 0,
+      goodRequests: g.goodRequests,
+      semanticallyGoodRequests: g.semanticallyGoodRequests,
+      embeddingSampleRate: this.sampler.rate,
+      embedded: drift.embedded,
+      embeddingDrifted: drift.drifted,
+    };
+    if (g.goodput !== null) figures.goodput = g.goodput;
+    if (g.semanticGoodput !== null) figures.semanticGoodput = g.semanticGoodput;
+    if (g.goodputPerSecond !== null) figures.goodputPerSecond = g.goodputPerSecond;
+    if (g.semanticGoodputPerSecond !== null) figures.semanticGoodputPerSecond = g.semanticGoodputPerSecond;
+    if (drift.meanCosineToBaseline !== null) figures.meanCosineToBaseline = drift.meanCosineToBaseline;
+    if (this.embeddedTexts > 0) figures.embeddingMsPerText = this.embeddingMs / this.embeddedTexts;
+    if (this.worker) {
+      figures.embedderWorkerStarts = this.worker.starts;
+      figures.embedderFaults = this.embedderFaults;
+    }
+    Object.assign(figures, this.toolContracts.figures(runId));
+    for (const [check, failures] of Object.entries(g.checkFailures)) figures[`failed.${check}`] = failures;
+    const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)} %`);
+    await this.bus.publish(
+      Topics.semanticSignal,
+      this.detector(
+        { campaignId: run.campaignId, runId },
+        `${runId}/semantic-goodput`,
+        null,
+        Detectors.semanticGoodput,
+        'info',
+        `goodput ${pct(g.goodput)}, semantic goodput ${pct(g.semanticGoodput)} of ${g.requests} requests${complete ? '' : ` (${expected - g.requests} records missing)`}`,
+        figures,
+      ),
+    );
+  }
+
+  private embedSample(run: RunState, records: RequestRecord[]): void {
+    // One batch in flight; the sample is thinned, never queued. No embedder yet (the model is
+    // loading) or none now (the worker died and restarts): the sample goes without embeddings.
+    const embedder = this.embedder;
+    if (this.embedding || !embedder || !this.worker?.available) return;
+    this.embedding = true;
+    const started = performance.now();
+    // RAG records with documents embed their query and documents, the others their response.
+    const plan = planEmbeddings(records);
+    this.embeddingSettled = embedder
+      .embed(plan.texts)
+      .then(async (vectors) => {
+        const responses = plan.responses.map((r) => vectors[r.at]);
+        for (const v of responses) run.drift.add(v);
+        this.embeddingMs += performance.now() - started;
+        this.embeddedTexts += plan.texts.length;
+        await run.ragMismatch
+          .observe(plan.retrievals, vectors, embedder.dimensions)
+          .catch((e: Error) => this.logger.warn(`rag mismatch: ${e.message}`));
+        await run.baseline?.observe(
+          plan.responses.map((r) => r.record),
+          responses,
+          embedder,
+        );
+      })
+      .catch((error: Error) => {
+        // A worker that died mid-sample was reported by onEmbedderFault already.
+        if (!(error instanceof EmbedderUnavailableError))
+          this.logger.warn(`embedding sample failed: ${error.message}`);
+      })
+      .finally(() => (this.embedding = false));
+  }
+
+  /**
+   * FATHOM_SEMANTIC_EMBEDDER: `use-lite` (default, offline), `onnx:<folder>`, or `off`. The model
+   * loads in a worker thread when the first run arrives: `fathom up` starts without waiting for
+   * it and a service that never sees a run loads nothing; by the first sample (a telemetry flush
+   * later) the load is underway off this thread, costing CPU but never a stall here.
+   */
+  private startEmbedder(): void {
+    if (this.worker) return;
+    const choice = this.settings.FATHOM_SEMANTIC_EMBEDDER;
+    if (choice === 'off') return;
+    let model;
+    try {
+      model = embeddingModelFromChoice(choice);
+    } catch (error) {
+      this.logger.warn(`embeddings off: ${errorText(error)}`);
+      return;
+    }
+    const worker = new WorkerEmbedder({
+      model,
+      onReady: ({ name, loadMs }) => {
+        this.embedder ??= new CachedEmbedder(worker);
+        this.logger.log(`embedder ${name} ready in its worker (${loadMs.toFixed(0)} ms)`);
+      },
+      onFault: (fault) => void this.onEmbedderFault(fault.message, fault.restartInMs),
+    });
+    this.worker = worker;
+  }
+
+  /** Says on every open run that embeddings stopped (monitor-fault), and why. */
+  private async onEmbedderFault(message: string, restartInMs: number | null): Promise<void> {
+    const n = ++this.embedderFaults;
+    const text =
+      restartInMs === null
+        ? `embedder unavailable, embeddings off: ${message}`
+        : `embedding worker died (${message}); embeddings paused, restart in ${restartInMs} ms`;
+    this.logger.warn(text);
+    const open = [...this.runs.entries()].filter(([, run]) => !run.goodputPublished);
+    const signals = open.map(([runId, run]) =>
+      this.detector(
+        { campaignId: run.campaignId, runId },
+        `${runId}/embedder-fault/${n}`,
+        null,
+        Detectors.monitorFault,
+        'warning',
+        text,
+        { embedderFaults: n, ...(restartInMs === null ? {} : { restartInMs }) },
+      ),
+    );
+    if (signals.length > 0)
+      await this.bus
+        .publishMany(Topics.semanticSignal, signals)
+        .catch((e: Error) => this.logger.warn(`could not publish the embedder fault: ${e.message}`));
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import type { Database, Row } from '../database/database';
+import type { ShadowCampaignInput } from '@fathom/contracts';
+import type { ShadowGroupReport, ShadowSample } from '@fathom/contracts';
+
+export interface StoredShadowCampaign {
+  id: string;
+  name: string;
+  config: ShadowCampaignInput;
+  status: 'running' | 'completed' | 'failed';
+  reason: string | null;
+  report: { samples: number; similarity: 'compared' | 'not configured'; groups: ShadowGroupReport[] } | null;
+  createdAt: number;
+  endedAt: number | null;
+}
+
+const COLUMNS = 'id, name, config, status, reason, report, created_at, ended_at';
+
+/** Shadow campaigns and their samples (migration 2). Samples hold redacted requests only. */
+export class ShadowRepository {
+  constructor(private readonly db: Database) {}
+
+  async create(config: ShadowCampaignInput): Promise<StoredShadowCampaign> {
+    const [row] = await this.db.query(
+      `INSERT INTO shadow_campaigns (id, name, config, status) VALUES ($1, $2, $3::jsonb, 'running') RETURNING ${COLUMNS}`,
+      [randomUUID(), config.name, JSON.stringify(config)],
+    );
+    return toCampaign(row);
+  }
+
+  async get(id: string): Promise<StoredShadowCampaign | null> {
+    const [row] = await this.db.query(`SELECT ${COLUMNS} FROM shadow_campaigns WHERE id = $1`, [id]);
+    return row ? toCampaign(row) : null;
+  }
+
+  async addSample(campaignId: string, redactedRequest: unknown, sample: ShadowSample): Promise<void> {
+    await this.db.query(
+      `INSERT INTO shadow_samples (id, shadow_campaign_id, endpoint, intent, request, observations)
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)`,
+      [
+        randomUUID(),
+        campaignId,
+        sample.endpoint,
+        sample.intent,
+        JSON.stringify(redactedRequest),
+        JSON.stringify(sample),
+      ],
+    );
+  }
+
+  async samples(campaignId: string): Promise<Array<{ request: unknown; sample: ShadowSample }>> {
+    const rows = await this.db.query(
+      'SELECT request, observations FROM shadow_samples WHERE shadow_campaign_id = $1 ORDER BY created_at, id',
+      [campaignId],
+    );
+    return rows.map((r) => ({ request: r.request, sample: r.observations as ShadowSample }));
+  }
+
+  async finish(
+    id: string,
+    status: 'completed' | 'failed',
+    report: StoredShadowCampaign['report'],
+    reason: string | null,
+  ): Promise<void> {
+    await this.db.query(
+      `UPDATE shadow_campaigns SET status = $2, report = $3::jsonb, reason = $4, ended_at = now() WHERE id = $1`,
+      [id, status, report === null ? null : JSON.stringify(report), reason],
+    );
+  }
+}
+
+function toCampaign(row: Row): StoredShadowCampaign {
+  return {
+    id: String(row.id),
+    name: String(row.name),
+    config: row.config as ShadowCampaignInput,
+    status: row.status as StoredShadowCampaign['status'],
+    reason: row.reason === null ? null : String(row.reason),
+    report: (row.report ?? null) as StoredShadowCampaign['report'],
+    createdAt: new Date(row.created_at as string | Date).getTime(),
+    endedAt: row.ended_at === null ? null : new Date(row.ended_at as string | Date).getTime(),
+  };
+}

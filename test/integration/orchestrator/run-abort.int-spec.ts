@@ -1,0 +1,95 @@
+import { startSimTarget, type SimTarget } from '@fathom/sim';
+import { startEmbedded, type EmbeddedFathom } from '@fathom/runtime';
+import { waitForRun } from '@fathom/runtime';
+import { startCountingProxy, type CountingProxy } from './counting-proxy.test-util';
+
+async function until<T>(probe: () => T | Promise<T>, timeoutMs: number): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('POST /v1/runs/:id/abort', () => {
+  let sim: SimTarget;
+  let proxy: CountingProxy;
+  let sut: EmbeddedFathom;
+
+  beforeAll(async () => {
+    process.env.FATHOM_ANALYZER_SETTLE_MS = '1000';
+    // Real time: a 512-token answer takes seconds, so requests are in flight when the abort lands.
+    sim = await startSimTarget({ port: 0, config: { timeScale: 1 } });
+    proxy = await startCountingProxy(sim.url);
+    sut = await startEmbedded({ dataDir: null, logLevels: false });
+  });
+
+  afterAll(async () => {
+    await sut?.close();
+    await proxy?.close();
+    await sim?.close();
+  });
+
+  it('stops new requests and cancels those in flight within one second', async () => {
+    const created = await fetch(`${sut.url}/v1/campaigns`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'abort me',
+        target: { baseUrl: `${proxy.url}/v1` },
+        scenario: {
+          type: 'chat',
+          model: 'fathom-sim-8b',
+          prompts: ['Tell me a long story.'],
+          maxTokens: 512,
+        },
+        load: { concurrency: 8, durationMs: 60_000 },
+      }),
+    });
+    expect(created.status).toBe(201);
+    const { runId } = (await created.json()) as { runId: string };
+    await until(() => proxy.open() >= 8, 10_000);
+
+    const abortAt = Date.now();
+    const response = await fetch(`${sut.url}/v1/runs/${runId}/abort`, { method: 'POST' });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ id: runId, aborted: true, status: 'aborted' });
+    await until(() => proxy.open() === 0, 1_000);
+    const drainedMs = Date.now() - abortAt;
+    await new Promise((r) => setTimeout(r, 1_500));
+
+    const late = proxy.arrivals.filter((t) => t > abortAt + 1_000);
+    expect(late).toEqual([]);
+    expect(proxy.open()).toBe(0);
+    expect(drainedMs).toBeLessThanOrEqual(1_000);
+    const run = await waitForRun(sut.runs, runId, { timeoutMs: 15_000, graceWithoutSummaryMs: 5_000 });
+    expect(run.status).toBe('aborted');
+    expect(run.reason).toBe('aborted by request');
+    console.log(
+      `abort: ${proxy.arrivals.length} requests sent, in-flight drained ${drainedMs} ms after the call`,
+    );
+  }, 40_000);
+
+  it('refuses to abort a run that already ended', async () => {
+    const created = await fetch(`${sut.url}/v1/campaigns`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'short',
+        target: { baseUrl: `${sim.url}/v1` },
+        scenario: { type: 'chat', model: 'fathom-sim-8b', prompts: ['hi'], maxTokens: 4 },
+        load: { concurrency: 1, durationMs: 300 },
+      }),
+    });
+    const { runId } = (await created.json()) as { runId: string };
+    const run = await waitForRun(sut.runs, runId, { timeoutMs: 15_000 });
+    expect(run.status).toBe('completed');
+
+    const response = await fetch(`${sut.url}/v1/runs/${runId}/abort`, { method: 'POST' });
+
+    expect(await response.json()).toEqual({ id: runId, aborted: false, status: 'completed' });
+    expect((await sut.runs.get(runId))?.status).toBe('completed');
+  }, 30_000);
+});

@@ -31,6 +31,8 @@ const SERIAL = [
   'libs/gpu/src/scrape/sim-knee.int-spec.ts',
   'libs/semantic/src/monitor/hallucination-recall.int-spec.ts',
   'libs/load/src/engine/run-shard.spec.ts',
+  'libs/load/src/engine/load-phases.spec.ts',
+  'libs/analysis/src/report/sweep-knee.sim.int-spec.ts',
   'libs/load/src/driver/agents-workflow.driver.int-spec.ts',
   'test/integration/orchestrator/run-abort.int-spec.ts',
   'libs/sim/src/faults/faults.int-spec.ts',

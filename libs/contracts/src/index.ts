@@ -5,6 +5,7 @@ export * from './campaign/dataset.schema';
 export * from './campaign/scenario.schema';
 export * from './campaign/load-profile.schema';
 export * from './campaign/semantic.schema';
+export * from './campaign/report.schema';
 export * from './campaign/campaign.schema';
 export * from './events/run.event';
 export * from './events/telemetry.event';

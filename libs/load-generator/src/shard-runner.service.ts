@@ -125,7 +125,12 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       recordsPublished: 0,
       windowsPublished: 0,
     };
-    const lifecycle = (phase: RunLifecycle['phase'], counts: ShardCounts, reason?: string) =>
+    const lifecycle = (
+      phase: RunLifecycle['phase'],
+      counts: ShardCounts,
+      reason?: string,
+      endReason?: RunLifecycle['endReason'],
+    ) =>
       this.bus.publish(Topics.runLifecycle, {
         ...envelope(campaignId, runId),
         phase,
@@ -133,6 +138,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         generatorId: this.generatorId,
         counts,
         reason,
+        ...(endReason ? { endReason } : {}),
       });
 
     const probe = await probeTarget(command.spec.target.baseUrl, {
@@ -176,7 +182,8 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       await lifecycle(
         'shard-finished',
         final,
-        abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : undefined,
+        abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : counts.endDetail,
+        counts.endReason,
       );
     } catch (error) {
       await publisher.drain();

@@ -3,6 +3,7 @@ export * from './measure/window.snapshot';
 export {
   decodeHistogram,
   encodeHistogram,
+  percentileKey,
   quantilesFromHistogram,
   type Quantiles,
 } from './measure/latency-histogram.util';
@@ -28,3 +29,4 @@ export {
   MAX_HEAD_BYTES,
   type Http1ResponseSink,
 } from './transport/http1-response.parser';
+export * from './threshold/slo-verdict';

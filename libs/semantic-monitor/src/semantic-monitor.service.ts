@@ -306,6 +306,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       id,
       kind: 'token-stats',
       requestId: record.requestId,
+      ...(record.phase ? { phase: record.phase } : {}),
       ...tokenStats(record),
       assessment: a.status,
       meanEntropyBits: a.meanEntropyBits,

@@ -47,6 +47,54 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
   lines.push(row('corrected e2e', s.latencyMs.correctedE2e));
   lines.push(row('TTFT', s.latencyMs.ttft));
   lines.push(row('inter-token', s.latencyMs.itl));
+  if (s.latencyMs.tpot) lines.push(row('TPOT', s.latencyMs.tpot));
+  const extra = Object.keys(s.latencyMs.e2e.percentiles ?? {});
+  if (extra.length) {
+    const names = { e2e: 'end to end', ttft: 'TTFT', itl: 'inter-token', tpot: 'TPOT' } as const;
+    lines.push(`  percentiles${' '.repeat(5)}${extra.map((k) => k.toUpperCase().padStart(10)).join(' ')}`);
+    for (const [metric, name] of Object.entries(names)) {
+      const q = s.latencyMs[metric as keyof typeof names];
+      if (q?.percentiles)
+        lines.push(
+          `  ${name.padEnd(14)} ${extra.map((k) => ms(q.percentiles![k] ?? null).padStart(10)).join(' ')}`,
+        );
+    }
+  }
+  for (const [name, seg] of [
+    ['warm-up', s.warmup],
+    ['cool-down', s.cooldown],
+  ] as const) {
+    if (seg)
+      lines.push(
+        `  ${name} (not judged): ${seg.requests} requests, ${seg.errors} errors, e2e P99 ${ms(seg.latencyMs.e2e.p99)}, TTFT P99 ${ms(seg.latencyMs.ttft.p99)}`,
+      );
+  }
+  if (s.sweep) {
+    lines.push(
+      `  sweep${' '.repeat(11)}${['load', 'req/s', 'e2e P99', 'TTFT P99', 'ITL P99', 'TPOT P99', 'goodput/s', 'SLO'].map((h) => h.padStart(10)).join(' ')}`,
+    );
+    for (const step of s.sweep.steps) {
+      const load =
+        step.kind === 'rate'
+          ? `${(step.targetRatePerSec ?? 0).toFixed(1)}/s`
+          : `${step.concurrency ?? '-'} users`;
+      lines.push(
+        `  ${`${step.index} ${step.kind}`.padEnd(14)} ${[
+          load,
+          step.throughput.requestsPerSec.toFixed(1),
+          ms(step.latencyMs.e2e.p99),
+          ms(step.latencyMs.ttft.p99),
+          ms(step.latencyMs.itl.p99),
+          ms(step.latencyMs.tpot.p99),
+          step.goodput ? step.goodput.goodputPerSec.toFixed(1) : '-',
+          step.slo.passed ? 'pass' : 'FAIL',
+        ]
+          .map((c) => c.padStart(10))
+          .join(' ')}`,
+      );
+    }
+    lines.push(`  knee: ${s.sweep.knee.text}`);
+  }
   lines.push(
     `  stream: ${s.semantic.responses} responses, ${s.semantic.outputTokens} tokens, mean gap ${ms(s.semantic.gapMeanMs)}, ${s.semantic.tokenCountMismatches} server/client token-count mismatches`,
   );
@@ -76,6 +124,8 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
   const path = s.tierChanges.map((t) => t.to).join(' -> ');
   const breach = s.tier === SLO_BREACH_TIER ? ': no tier had all its objectives hold' : '';
   lines.push(`  SLO tier: ${s.tier ?? 'n/a'}${s.tierChanges.length > 1 ? ` (${path})` : ''}${breach}`);
+  if (s.endReason === 'slo-failed')
+    lines.push('  ended early: slo.abortOnFail (the thresholds below failed)');
   lines.push(
     s.slo.passed
       ? '  SLO: passed (the campaign thresholds)'

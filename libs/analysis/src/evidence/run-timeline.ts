@@ -1,9 +1,9 @@
 import type { DetectorSignal, GpuSample, GpuTelemetry, TelemetryWindow } from '@fathom/contracts';
 import { decodeHistogram, mergeWindows, quantilesFromHistogram } from '@fathom/load';
 
-type HistogramName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl';
+type HistogramName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl' | 'tpot';
 type Histogram = ReturnType<typeof decodeHistogram>;
-const HISTOGRAM_NAMES: HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl'];
+const HISTOGRAM_NAMES: HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl', 'tpot'];
 const EMPTY_HISTOGRAM_US = mergeWindows([]).histogramsUs.e2e;
 import type { RecordDigest } from './record-digest';
 
@@ -34,6 +34,7 @@ export interface SpanView {
     readonly correctedE2e: LatencyFigures;
     readonly ttft: LatencyFigures;
     readonly itl: LatencyFigures;
+    readonly tpot: LatencyFigures;
   };
   readonly digests: readonly RecordDigest[];
   readonly gpu: readonly GpuPoint[];
@@ -65,7 +66,8 @@ export class RunTimeline {
   private histogramOf(window: TelemetryWindow, name: HistogramName): Histogram {
     let cache = this.decoded.get(window);
     if (!cache) this.decoded.set(window, (cache = {}));
-    return (cache[name] ??= decodeHistogram(window.histogramsUs[name]));
+    // Windows from generators older than the TPOT histogram have none: an empty one.
+    return (cache[name] ??= decodeHistogram(window.histogramsUs[name] ?? EMPTY_HISTOGRAM_US));
   }
 
   /** Quantiles of one latency histogram over the windows, merged exactly (ms). */
@@ -133,10 +135,11 @@ export class RunTimeline {
     return latest;
   }
 
+  /** What happened over (fromMs, toMs]; windows of warm-up and cool-down requests are left out. */
   span(fromMs: number, toMs: number): SpanView {
     const windows = [...this.windowsByKey.values()].filter((w) => {
       const end = w.windowStart + w.windowMs;
-      return end > fromMs && end <= toMs;
+      return end > fromMs && end <= toMs && (w.phase?.segment ?? 'measured') === 'measured';
     });
     const errorClasses: Record<string, number> = {};
     let requests = 0;

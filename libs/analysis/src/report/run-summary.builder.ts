@@ -8,8 +8,9 @@ import type {
   TelemetryWindow,
   TokenStatsSignal,
 } from '@fathom/contracts';
-import { mergeWindows } from '@fathom/load';
+import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
+import { goodputOf, measuredStats, measuredWindows, segmentFigures, sweepSummary } from './load-phases';
 
 /** Everything the analyzer stored about one run. */
 export interface RunEvidence {
@@ -27,13 +28,17 @@ export interface RunEvidence {
 /**
  * Builds a run's summary from its evidence. Latency quantiles come from the exact merge of every
  * generator's HDR windows (not an average of per-window quantiles), so the figures are the same
- * whether one generator or twenty produced them.
+ * whether one generator or twenty produced them. Counts and throughput cover every request;
+ * latency, goodput and the SLO verdict only the measured ones (warm-up and cool-down apart).
  */
 export function buildRunSummary(evidence: RunEvidence): RunSummary {
   const windows = dedupeWindows(evidence.windows);
   const merged = mergeWindows(windows);
   const { requests, errors, errorClasses } = merged;
-  const latencyMs: RunSummary['latencyMs'] = merged.quantiles;
+  const percentiles = evidence.spec?.report?.percentiles;
+  const measured = mergeWindows(measuredWindows(windows));
+  const latencyMs = latencyOf(measured, percentiles);
+  const measuredErrorRate = measured.requests ? measured.errors / measured.requests : 0;
   const startedAt = min(
     evidence.lifecycle.filter((l) => l.phase === 'shard-started').map((l) => l.emittedAt),
   );
@@ -45,12 +50,26 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   const failedShards = evidence.lifecycle.filter((l) => l.phase === 'shard-failed');
   const status: RunStatus = evidence.aborted ? 'aborted' : failedShards.length ? 'failed' : 'completed';
   const gaps = evidence.tokenStats.filter((s) => s.gapMeanMs !== null);
+  const sloStopped = evidence.lifecycle.find((l) => l.endReason === 'slo-failed');
+  const endReason: RunSummary['endReason'] = evidence.aborted
+    ? 'aborted'
+    : sloStopped
+      ? 'slo-failed'
+      : evidence.lifecycle.some((l) => l.phase === 'shard-finished')
+        ? 'duration'
+        : undefined;
+  const slo = evidence.spec?.slo ?? {};
+  const warmup = segmentFigures(windows, 'warmup', percentiles);
+  const cooldown = segmentFigures(windows, 'cooldown', percentiles);
+  const sweep = sweepSummary(windows, evidence.tokenStats, slo, percentiles);
 
-  return {
+  const summary: RunSummary = {
     status,
     reason: evidence.aborted
       ? 'aborted by request'
-      : failedShards.map((l) => l.reason ?? 'shard failed').join('; ') || null,
+      : sloStopped
+        ? `stopped: SLO failed (${sloStopped.reason ?? 'thresholds'})`
+        : failedShards.map((l) => l.reason ?? 'shard failed').join('; ') || null,
     startedAt,
     endedAt,
     requests,
@@ -76,7 +95,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
         : null,
       tokenCountMismatches: evidence.tokenStats.filter((s) => (s.tokenCountMismatch ?? 0) !== 0).length,
       detectorSignals: evidence.detectorSignals,
-      goodput: goodputOf(evidence.tokenStats, elapsedSec ? requests / elapsedSec : 0),
+      goodput: goodputOf(measuredStats(evidence.tokenStats), elapsedSec ? requests / elapsedSec : 0),
     },
     gpu: gpuSummary(evidence.gpu),
     tier: evidence.tierChanges.length ? evidence.tierChanges[evidence.tierChanges.length - 1].to : null,
@@ -88,15 +107,29 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
     })),
     slo: sloVerdict(
       {
-        requests,
-        errorRate,
+        requests: measured.requests,
+        errorRate: measuredErrorRate,
         p95Ms: latencyMs.e2e.p95,
         p99Ms: latencyMs.e2e.p99,
         ttftP99Ms: latencyMs.ttft.p99,
+        tpotP99Ms: latencyMs.tpot?.p99 ?? null,
       },
-      evidence.spec?.slo ?? {},
+      slo,
     ),
   };
+  if (endReason) summary.endReason = endReason;
+  if (warmup) summary.warmup = warmup;
+  if (cooldown) summary.cooldown = cooldown;
+  if (sweep) summary.sweep = sweep;
+  return summary;
+}
+
+/** Every latency metric's quantiles, with the campaign's `report.percentiles` when it asks for some. */
+export function latencyOf(merged: MergedWindows, percentiles?: readonly number[]): RunSummary['latencyMs'] {
+  if (!percentiles?.length) return merged.quantiles;
+  return Object.fromEntries(
+    HISTOGRAM_NAMES.map((name) => [name, quantilesFromHistogram(merged.histograms[name], percentiles)]),
+  ) as RunSummary['latencyMs'];
 }
 
 /** A window redelivered (at-least-once) or republished counts once: keyed by generator, shard and seq. */
@@ -120,31 +153,6 @@ function gpuSummary(scrapes: readonly GpuTelemetry[]): RunSummary['gpu'] {
   const last: Record<string, number> = {};
   for (const [metric, { values }] of latest) last[metric] = values.reduce((a, b) => a + b, 0) / values.length;
   return { scrapes: scrapes.length, gaps: scrapes.filter((s) => s.health !== 'ok').length, last };
-}
-
-/**
- * Good: the request succeeded and met the per-request latency SLO (no SLO: success suffices);
- * semantically good: also passed every semantic check the monitor applied to it.
- */
-function goodputOf(
-  stats: readonly TokenStatsSignal[],
-  requestsPerSec: number,
-): RunSummary['semantic']['goodput'] {
-  let good = 0;
-  let semanticallyGood = 0;
-  for (const s of stats) {
-    if (s.assessment === 'error' || s.latencySloMet === false) continue;
-    good++;
-    if (Object.values(s.checks ?? {}).every(Boolean)) semanticallyGood++;
-  }
-  const judged = stats.length;
-  return {
-    judged,
-    good,
-    semanticallyGood,
-    goodputPerSec: judged ? (requestsPerSec * good) / judged : 0,
-    semanticGoodputPerSec: judged ? (requestsPerSec * semanticallyGood) / judged : 0,
-  };
 }
 
 function sum<T>(items: readonly T[], f: (item: T) => number): number {

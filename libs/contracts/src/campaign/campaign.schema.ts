@@ -3,6 +3,7 @@ import { SloThresholdsSchema } from './slo.schema';
 import { ScenarioSchema } from './scenario.schema';
 import { LoadProfileSchema } from './load-profile.schema';
 import { SemanticSpecSchema } from './semantic.schema';
+import { ReportSpecSchema } from './report.schema';
 
 export const TierRerunPolicySchema = z
   .object({
@@ -42,6 +43,14 @@ export const CampaignSpecSchema = z
         shards: z.number().int().positive().max(256).default(1),
         /** When requests start. Absent means `closed` with `concurrency` users (the original shape). */
         profile: LoadProfileSchema.optional(),
+        /**
+         * Requests that start in the first `warmupMs` (or the first `warmupRequests` of each shard)
+         * and in the last `cooldownMs` count apart: shown, never in latency verdicts. A sweep
+         * applies them to each of its steps (GuideLLM's warmup/cooldown).
+         */
+        warmupMs: z.number().int().min(0).optional(),
+        warmupRequests: z.number().int().min(0).optional(),
+        cooldownMs: z.number().int().min(0).optional(),
       })
       .strict()
       .superRefine((load, ctx) => {
@@ -60,6 +69,12 @@ export const CampaignSpecSchema = z
               path: ['profile', 'minConcurrency'],
             });
         }
+        if ((load.warmupMs ?? 0) + (load.cooldownMs ?? 0) >= load.durationMs)
+          ctx.addIssue({
+            code: 'custom',
+            message: 'warmupMs + cooldownMs leave nothing of durationMs to measure',
+            path: ['warmupMs'],
+          });
         if (p && 'ratePerSec' in p && p.ratePerSec > 1_000_000)
           ctx.addIssue({ code: 'custom', message: 'rate above 1e6/s', path: ['profile', 'ratePerSec'] });
       }),
@@ -67,6 +82,8 @@ export const CampaignSpecSchema = z
     reruns: TierRerunPolicySchema.default({ maxReruns: 1, cooldownMs: 5000 }),
     /** Semantic checks beyond the defaults: drift and intent accuracy against a baseline run. */
     semantic: SemanticSpecSchema.optional(),
+    /** What the summary and report show beyond the defaults (extra percentiles). */
+    report: ReportSpecSchema.optional(),
   })
   .strict();
 export type CampaignSpec = z.infer<typeof CampaignSpecSchema>;

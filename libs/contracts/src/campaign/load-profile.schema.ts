@@ -30,6 +30,19 @@ export const LoadProfileSchema = z.discriminatedUnion('type', [
     .strict(),
   z
     .object({
+      /**
+       * Gamma-distributed gaps (vllm bench serve `--burstiness`): shape `burstiness`, mean 1/rate.
+       * 1 is Poisson; below 1 burstier, above 1 more regular.
+       */
+      type: z.literal('gamma'),
+      seed,
+      ratePerSec: z.number().positive(),
+      burstiness: z.number().gt(0).max(1000).default(1),
+      ...openModelShape,
+    })
+    .strict(),
+  z
+    .object({
       type: z.literal('ramping-rate'),
       seed,
       startRatePerSec: z.number().min(0),
@@ -44,10 +57,15 @@ export const LoadProfileSchema = z.discriminatedUnion('type', [
     .strict(),
   z
     .object({
-      /** GuideLLM's sweep: synchronous, throughput, then `rates` constant rates in between. */
+      /**
+       * GuideLLM's sweep: synchronous, throughput, then `rates` constant rates in between; or, with
+       * `concurrencies`, one closed-model step per number of users (vllm bench `--max-concurrency`).
+       * Each step gets an equal share of durationMs.
+       */
       type: z.literal('sweep'),
       seed,
       rates: z.number().int().min(1).max(50).default(5),
+      concurrencies: z.array(z.number().int().positive().max(10000)).min(1).max(50).optional(),
       ...openModelShape,
     })
     .strict(),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 /** The tier a run is in when no tier's objectives hold (reserved: no user tier may be named so). */
 export const SLO_BREACH_TIER = 'SLO-breach';
 
-export const LatencyMetricNameSchema = z.enum(['e2e', 'correctedE2e', 'ttft', 'itl']);
+export const LatencyMetricNameSchema = z.enum(['e2e', 'correctedE2e', 'ttft', 'itl', 'tpot']);
 export const QuantileNameSchema = z.enum(['p50', 'p95', 'p99']);
 const fraction = z.number().min(0).max(1);
 const positiveMs = z.number().positive();
@@ -84,7 +84,17 @@ export const SloThresholdsSchema = z
     p99Ms: z.number().positive().optional(),
     p95Ms: z.number().positive().optional(),
     ttftP99Ms: z.number().positive().optional(),
+    /** P99 time per output token (vLLM's TPOT), ms. */
+    tpotP99Ms: z.number().positive().optional(),
     maxErrorRate: z.number().min(0).max(1).optional(),
+    /**
+     * Stop the load once these thresholds fail (k6's `abortOnFail`), judged every second on what
+     * each shard measured so far, from `delayMs` after the start (k6's `delayAbortEval`). The
+     * run's end reason is then `slo-failed`.
+     */
+    abortOnFail: z
+      .union([z.literal(true), z.object({ delayMs: z.number().int().min(0).default(0) }).strict()])
+      .optional(),
     /**
      * The tiers the analyzer judges this campaign's runs against, best first; absent: the spec's
      * SLO-0 and SLO-1. Tier changes are published with these names.

@@ -10,6 +10,8 @@ export const QuantilesSchema = z.object({
   p95: z.number().nullable(),
   p99: z.number().nullable(),
   max: z.number().nullable(),
+  /** The campaign's `report.percentiles` (`p90`, `p99.9`, ...); absent when it asks for none. */
+  percentiles: z.record(z.string(), z.number().nullable()).optional(),
 });
 export type Quantiles = z.infer<typeof QuantilesSchema>;
 
@@ -18,6 +20,65 @@ export const SloVerdictSchema = z.object({
   /** One line per objective that failed, naming the objective, the figure and the threshold. */
   failures: z.array(z.string()),
 });
+
+const GoodputSchema = z.object({
+  judged: z.number().int().nonnegative(),
+  good: z.number().int().nonnegative(),
+  semanticallyGood: z.number().int().nonnegative(),
+  goodputPerSec: z.number().nonnegative(),
+  semanticGoodputPerSec: z.number().nonnegative(),
+});
+
+const PhaseLatencySchema = z.object({
+  e2e: QuantilesSchema,
+  correctedE2e: QuantilesSchema,
+  ttft: QuantilesSchema,
+  itl: QuantilesSchema,
+  tpot: QuantilesSchema,
+});
+
+/** Requests that started in a warm-up or cool-down: counted, shown, never judged. */
+export const SegmentFiguresSchema = z.object({
+  requests: z.number().int().nonnegative(),
+  errors: z.number().int().nonnegative(),
+  latencyMs: PhaseLatencySchema,
+});
+
+/**
+ * One step of a sweep (GuideLLM's per-benchmark row): its load, what it achieved over its
+ * measured segment, and the campaign's thresholds judged on that step alone.
+ */
+export const SweepStepSchema = z.object({
+  index: z.number().int().nonnegative(),
+  kind: z.enum(['run', 'synchronous', 'throughput', 'rate', 'concurrency']),
+  /** Target rate summed over shards (rate steps); null for closed-model steps. */
+  targetRatePerSec: z.number().nonnegative().nullable(),
+  /** Virtual users summed over shards (closed-model steps); null for rate steps. */
+  concurrency: z.number().int().positive().nullable(),
+  /** Length of the measured segment (the longest shard's), ms. */
+  durationMs: z.number().nonnegative(),
+  requests: z.number().int().nonnegative(),
+  errors: z.number().int().nonnegative(),
+  errorRate: z.number().min(0).max(1),
+  throughput: z.object({ requestsPerSec: z.number(), outputTokensPerSec: z.number() }),
+  latencyMs: PhaseLatencySchema,
+  /** From the sampled records the semantic-monitor judged; null when none of this step's were. */
+  goodput: GoodputSchema.nullable(),
+  slo: z.object({ passed: z.boolean(), failures: z.array(z.string()) }),
+});
+export type SweepStep = z.infer<typeof SweepStepSchema>;
+
+/** Where the sweep's target stops keeping up. Steps are ordered by load (synchronous ... throughput). */
+export const SweepKneeSchema = z.object({
+  /** The highest-load step that met every campaign threshold; null: none did. */
+  sloMaxStep: z.number().int().nonnegative().nullable(),
+  sloMaxRequestsPerSec: z.number().nullable(),
+  /** The lowest-load step whose goodput reached 95 % of the sweep's best: goodput stops rising there. */
+  goodputPlateauStep: z.number().int().nonnegative().nullable(),
+  goodputPeakPerSec: z.number().nullable(),
+  text: z.string(),
+});
+export type SweepKnee = z.infer<typeof SweepKneeSchema>;
 
 /** A run's summary: what `GET /v1/runs/:id` returns and `fathom run` prints. */
 export const RunSummarySchema = z.object({
@@ -35,6 +96,8 @@ export const RunSummarySchema = z.object({
     correctedE2e: QuantilesSchema,
     ttft: QuantilesSchema,
     itl: QuantilesSchema,
+    /** Time per output token. Optional: summaries made before TPOT histograms lack it. */
+    tpot: QuantilesSchema.optional(),
   }),
   throughput: z.object({ requestsPerSec: z.number(), outputTokensPerSec: z.number() }),
   tokens: z.object({ input: z.number().int(), output: z.number().int() }),
@@ -49,15 +112,7 @@ export const RunSummarySchema = z.object({
      * semantic goodput (of those, the ones that also passed every semantic check), over the
      * judged responses and scaled to the run's request rate. Absent in reports made before.
      */
-    goodput: z
-      .object({
-        judged: z.number().int().nonnegative(),
-        good: z.number().int().nonnegative(),
-        semanticallyGood: z.number().int().nonnegative(),
-        goodputPerSec: z.number().nonnegative(),
-        semanticGoodputPerSec: z.number().nonnegative(),
-      })
-      .optional(),
+    goodput: GoodputSchema.optional(),
   }),
   gpu: z.object({
     scrapes: z.number().int().nonnegative(),
@@ -70,6 +125,16 @@ export const RunSummarySchema = z.object({
     z.object({ at: z.number(), from: z.string().nullable(), to: z.string(), reason: z.string() }),
   ),
   slo: SloVerdictSchema,
+  /**
+   * Why the load ended (absent from older summaries): `slo-failed` when `slo.abortOnFail` stopped
+   * it, `reason` then naming the thresholds.
+   */
+  endReason: z.enum(['duration', 'aborted', 'slo-failed']).optional(),
+  /** Warm-up and cool-down requests, apart from `latencyMs` and the verdicts (present when configured). */
+  warmup: SegmentFiguresSchema.optional(),
+  cooldown: SegmentFiguresSchema.optional(),
+  /** Sweep: one row per step, in load order, and the knee (present for sweep runs). */
+  sweep: z.object({ steps: z.array(SweepStepSchema), knee: SweepKneeSchema }).optional(),
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 

@@ -50,5 +50,10 @@ export const RunLifecycleSchema = z.object({
   generatorId: z.string(),
   counts: ShardCountsSchema,
   reason: z.string().optional(),
+  /**
+   * Why the shard's load ended: its duration ran out, it was aborted, or the campaign's SLO failed
+   * with `slo.abortOnFail` (k6's abortOnFail; `reason` then names the failed thresholds).
+   */
+  endReason: z.enum(['duration', 'aborted', 'slo-failed']).optional(),
 });
 export type RunLifecycle = z.infer<typeof RunLifecycleSchema>;

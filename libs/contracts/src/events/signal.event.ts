@@ -6,6 +6,10 @@ export const TokenStatsSignalSchema = z.object({
   ...envelopeShape,
   kind: z.literal('token-stats'),
   requestId: z.string(),
+  /** The record's sweep step and segment, for per-step goodput (absent when the record had none). */
+  phase: z
+    .object({ index: z.number().int().nonnegative(), segment: z.enum(['warmup', 'measured', 'cooldown']) })
+    .optional(),
   outputTokens: z.number().int().nonnegative(),
   chunks: z.number().int().nonnegative(),
   gapCount: z.number().int().nonnegative(),

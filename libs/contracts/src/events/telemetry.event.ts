@@ -37,11 +37,36 @@ export const RETRIEVED_DOCUMENT_LIMITS = {
 } as const;
 
 /**
+ * Which part of the load a window or a record belongs to. `index` numbers the sweep's steps (0
+ * for a profile without steps); `segment` says whether the request started in the step's
+ * warm-up, its measured part, or its cool-down (`load.warmupMs`/`warmupRequests`/`cooldownMs`):
+ * only `measured` counts in latency verdicts.
+ */
+export const LoadPhaseSchema = z.object({
+  index: z.number().int().nonnegative(),
+  kind: z.enum(['run', 'synchronous', 'throughput', 'rate', 'concurrency']),
+  segment: z.enum(['warmup', 'measured', 'cooldown']),
+  /** Open-model step: this shard's target rate (req/s). */
+  ratePerSec: z.number().nonnegative().optional(),
+  /** Closed-model step: this shard's virtual users. */
+  concurrency: z.number().int().positive().optional(),
+  /** How long this segment has run up to the window's end (ms): its final value is its length. */
+  elapsedMs: z.number().nonnegative(),
+});
+export type LoadPhase = z.infer<typeof LoadPhaseSchema>;
+export const LOAD_SEGMENTS = LoadPhaseSchema.shape.segment.options;
+export type LoadSegment = LoadPhase['segment'];
+
+/**
  * One request as the load-generator saw it. All times are milliseconds from a monotonic clock;
  * `scheduledAt`/`startedAt` are epoch ms for joining with other sources.
  */
 export const RequestRecordSchema = z.object({
   requestId: z.string(),
+  /** The sweep step and segment the request started in (absent from older generators). */
+  phase: z
+    .object({ index: z.number().int().nonnegative(), segment: LoadPhaseSchema.shape.segment })
+    .optional(),
   shard: z.number().int().nonnegative(),
   /** When the profile intended the request to start (epoch ms). */
   scheduledAt: z.number(),
@@ -127,11 +152,15 @@ export const TelemetryWindowSchema = z.object({
   late: z.number().int().nonnegative(),
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
+  /** The step and segment of the requests it counts (absent from older generators: all measured). */
+  phase: LoadPhaseSchema.optional(),
   histogramsUs: z.object({
     e2e: z.string(),
     correctedE2e: z.string(),
     ttft: z.string(),
     itl: z.string(),
+    /** Time per output token (vLLM's TPOT) of each request. Optional: older generators lack it. */
+    tpot: z.string().optional(),
   }),
 });
 export type TelemetryWindow = z.infer<typeof TelemetryWindowSchema>;

@@ -1,5 +1,5 @@
 import { randomFillSync } from 'node:crypto';
-import type { CampaignSpec, LoadProfile, RequestRecord, ShardCounts } from '@fathom/contracts';
+import type { CampaignSpec, LoadProfile, LoadSegment, RequestRecord, ShardCounts } from '@fathom/contracts';
 import * as hdr from 'hdr-histogram-js';
 import { AimdController, type AimdStep } from '../adaptive/aimd.controller';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
@@ -14,21 +14,19 @@ import {
 } from '../driver/request-outcome';
 import { errorText } from '../driver/error-class.util';
 import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
-import { WindowRecorder, type RequestSample } from '../measure/window.recorder';
+import type { RequestSample } from '../measure/window.recorder';
+import { PhasedRecorder, type PhaseSlot } from '../measure/phased.recorder';
+import { SloAbortWatch } from '../threshold/slo-abort.watch';
 import { WindowEncoder } from '../measure/window.encoder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
-import {
-  constantRateSchedule,
-  replaySchedule,
-  scheduleFor,
-  type ArrivalSchedule,
-} from '../profile/arrival.schedule';
+import { replaySchedule, scheduleFor, type ArrivalSchedule } from '../profile/arrival.schedule';
 import { loadReplay } from '../profile/replay.loader';
 import { shareOf } from '../profile/shard-share.util';
 import { SeededRandom, deriveSeed } from '../random/seeded-random';
 import { Sleeper } from './sleeper';
 import { createDriver, promptSourceOf } from './driver.factory';
 import { tpotMs } from './tpot.util';
+import { runSweep, type StepTag, type SweepResult } from './sweep.executor';
 
 /** Outputs only consume and must never block the engine (k6's rule): both are called inline. */
 export interface TelemetrySink {
@@ -84,7 +82,11 @@ export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'win
   /** Named assertions of HTTP steps over the shard. */
   assertions: Record<string, { passed: number; failed: number }>;
   /** Sweep: the measured synchronous and throughput rates (req/s of this shard) and the rates run. */
-  sweep?: { synchronousRate: number; throughputRate: number; rates: number[] };
+  sweep?: SweepResult;
+  /** Why the load ended: duration, abort, or the campaign SLO failing under `slo.abortOnFail`. */
+  endReason: 'duration' | 'aborted' | 'slo-failed';
+  /** With `slo-failed`: the thresholds that failed. */
+  endDetail?: string;
   /** Adaptive: the controller's last steps (at most 600). */
   adaptive?: AdaptiveTrace[];
 }
@@ -109,7 +111,17 @@ class ShardEngine {
   private readonly spec: CampaignSpec;
   private readonly profile: LoadProfile;
   private readonly shard: { index: number; count: number };
-  private readonly recorder: WindowRecorder;
+  /** One window recorder per phase (sweep step x warm-up/measured/cool-down). */
+  private readonly recorder: PhasedRecorder;
+  /** The current step (the whole run unless sweeping) and its time span, for its segments. */
+  private step: { tag: StepTag; startMono: number; endMono: number; warmupLeft: number } = {
+    tag: { index: 0, kind: 'run' },
+    startMono: 0,
+    endMono: Infinity,
+    warmupLeft: 0,
+  };
+  private readonly sloWatch: SloAbortWatch | null;
+  private runStartMono = 0;
   /** Encodes closed windows in later macrotasks (one histogram each), delivering them in order. */
   private readonly encoder: WindowEncoder;
   private readonly sleeper = new Sleeper();
@@ -126,6 +138,7 @@ class ShardEngine {
     e2eMs: 0,
     correctedE2eMs: 0,
     ttftMs: null,
+    tpotMs: null,
     chunkOffsetsMs: [],
     errorClass: null,
     inputTokens: 0,
@@ -158,6 +171,7 @@ class ShardEngine {
     windows: 0,
     sinkErrors: 0,
     assertions: {},
+    endReason: 'duration',
   };
 
   constructor(private readonly options: RunShardOptions) {
@@ -165,7 +179,15 @@ class ShardEngine {
     this.profile = options.spec.load.profile ?? CLOSED_DEFAULT;
     this.shard = options.shard;
     this.windowMs = options.windowMs ?? 1000;
-    this.recorder = new WindowRecorder(this.shard.index, this.windowMs);
+    this.recorder = new PhasedRecorder(this.shard.index, this.windowMs, {
+      index: 0,
+      kind: 'run',
+      segment: 'measured',
+    });
+    const abortOnFail = options.spec.slo.abortOnFail;
+    this.sloWatch = abortOnFail
+      ? new SloAbortWatch(options.spec.slo, abortOnFail === true ? 0 : abortOnFail.delayMs)
+      : null;
     this.encoder = new WindowEncoder({
       deliver: (window) => this.deliverWindow(window),
       recycle: (histograms) => this.recorder.recycle(histograms),
@@ -194,8 +216,11 @@ class ShardEngine {
     // Set-up outside every request's timing (e.g. a vector collection); a failure fails the shard.
     await this.driver.prepare?.();
 
-    const onAbort = () => this.stop(true);
-    if (signal.aborted) this.stop(true);
+    const onAbort = () => {
+      this.counts.endReason = 'aborted';
+      this.stop(true);
+    };
+    if (signal.aborted) onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
 
     let windowStartMono = performance.now();
@@ -207,6 +232,8 @@ class ShardEngine {
 
     const startMono = performance.now();
     const endMono = startMono + this.spec.load.durationMs;
+    this.runStartMono = startMono;
+    this.beginStep({ index: 0, kind: 'run' }, startMono, endMono);
     try {
       const p = this.profile;
       switch (p.type) {
@@ -221,6 +248,7 @@ class ShardEngine {
           break;
         case 'constant-rate':
         case 'poisson':
+        case 'gamma':
         case 'ramping-rate':
           await this.runOpen(
             scheduleFor(p, this.spec.load.durationMs, this.shard),
@@ -240,7 +268,11 @@ class ShardEngine {
           );
           break;
         case 'sweep':
-          this.counts.sweep = await this.runSweep(p, startMono, maxInFlight);
+          this.counts.sweep = await runSweep(p, this.sweepContext(p, maxInFlight), {
+            durationMs: this.spec.load.durationMs,
+            maxInFlight,
+            shard: this.shard,
+          });
           break;
         case 'adaptive':
           this.counts.adaptive = await this.runAdaptive(p, endMono, maxInFlight);
@@ -259,9 +291,76 @@ class ShardEngine {
     return this.counts;
   }
 
-  /** Closes the window at once; its histograms are encoded and delivered a few ticks later. */
+  /**
+   * Closes the window of each phase that counted something (and the current phase's) at once;
+   * their histograms are encoded and delivered a few ticks later. Judges `slo.abortOnFail` on
+   * the measured windows.
+   */
   private emitWindow(startMono: number, windowMs: number): void {
-    this.encoder.push(this.recorder.rotate(this.epochAt(startMono), windowMs));
+    const now = performance.now();
+    this.slotAt(now);
+    for (const { phase, retired } of this.recorder.rotate(this.epochAt(startMono), windowMs, now)) {
+      if (phase.segment === 'measured') this.sloWatch?.add(retired);
+      retired.counts.phase = phase;
+      this.encoder.push(retired);
+    }
+    if (this.sloWatch && !this.stopped) {
+      const failures = this.sloWatch.failures(now - this.runStartMono);
+      if (failures.length) {
+        this.counts.endReason = 'slo-failed';
+        this.counts.endDetail = failures.join('; ');
+        // In-flight requests finish (bounded by the request timeout); nothing new starts.
+        this.stop(false);
+      }
+    }
+  }
+
+  /** Starts a step of the load (the whole run, or a sweep step): its warm-up and cool-down restart. */
+  private beginStep(tag: StepTag, startMono: number, endMono: number): void {
+    const load = this.spec.load;
+    this.step = { tag, startMono, endMono, warmupLeft: shareOf(load.warmupRequests ?? 0, this.shard) };
+    this.slotAt(startMono);
+  }
+
+  /** The segment a request starting at `mono` belongs to; `consume` takes one warm-up request. */
+  private segmentAt(mono: number, consume: boolean): LoadSegment {
+    const { startMono, endMono } = this.step;
+    const load = this.spec.load;
+    if (this.step.warmupLeft > 0) {
+      if (consume) this.step.warmupLeft--;
+      return 'warmup';
+    }
+    if (mono < startMono + (load.warmupMs ?? 0)) return 'warmup';
+    if (load.cooldownMs && mono >= endMono - load.cooldownMs) return 'cooldown';
+    return 'measured';
+  }
+
+  /** The recorder slot of the current step's segment at `mono` (made current). */
+  private slotAt(mono: number, consume = false): PhaseSlot {
+    const segment = this.segmentAt(mono, consume);
+    const current = this.recorder.current;
+    const step = this.step.tag;
+    if (current.tag.segment === segment && current.tag.index === step.index && current.tag.kind === step.kind)
+      return current;
+    return this.recorder.enter({ ...this.step.tag, segment }, mono);
+  }
+
+  private sweepContext(
+    p: Extract<LoadProfile, { type: 'sweep' }>,
+    maxInFlight: number,
+  ): Parameters<typeof runSweep>[1] {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const engine = this;
+    return {
+      get stopped() {
+        return engine.stopped;
+      },
+      sent: () => this.counts.sent,
+      beginStep: (tag, startMono, endMono) => this.beginStep(tag, startMono, endMono),
+      runClosed: (users, endMono, random) => this.runClosed(users, endMono, 0, 0, random),
+      runOpen: (schedule, startMono, endMono) => this.runOpen(schedule, startMono, endMono, maxInFlight, p),
+      drained: () => this.drained(),
+    };
   }
 
   private deliverWindow(snapshot: WindowSnapshot): void {
@@ -327,6 +426,9 @@ class ShardEngine {
     const seq = ++this.seq;
     const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
     const startMono = performance.now();
+    // Counted in the phase it started in (by its intended time), whenever it ends.
+    const slot = this.slotAt(Math.min(intendedMono, startMono), true);
+    slot.inFlight++;
     const cancel = new TimedCancel(startMono + this.spec.load.requestTimeoutMs);
     this.cancels.add(cancel);
     this.armTimeout();
@@ -364,11 +466,12 @@ class ShardEngine {
     }
     this.cancels.delete(cancel);
     this.inFlight--;
-    this.account(outcome, requestId, intendedMono, startMono, item);
+    slot.inFlight--;
+    this.account(outcome, requestId, intendedMono, startMono, item, slot);
     this.options.tap?.(requestId, outcome, startMono + (outcome.sendDelayMs ?? 0));
-    const slot = this.slotWaiter;
+    const waiter = this.slotWaiter;
     this.slotWaiter = null;
-    slot?.();
+    waiter?.();
     if (this.inFlight === 0 && this.drainWaiter) {
       const drain = this.drainWaiter;
       this.drainWaiter = null;
@@ -383,6 +486,7 @@ class ShardEngine {
     intendedMono: number,
     startMono: number,
     item: PromptItem,
+    slot: PhaseSlot,
   ): void {
     if (outcome.gated) {
       this.counts.gated++;
@@ -409,7 +513,8 @@ class ShardEngine {
     sample.errorClass = outcome.errorClass;
     sample.inputTokens = usage?.promptTokens ?? outcome.inputTokensClient;
     sample.outputTokens = usage?.completionTokens ?? outcome.outputTokensClient;
-    this.recorder.observe(sample);
+    sample.tpotMs = tpotMs(outcome.e2eMs, outcome.ttftMs, sample.outputTokens);
+    slot.recorder.observe(sample);
     if (this.intervalHistogram && outcome.errorClass === null) {
       const metric =
         this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
@@ -420,12 +525,13 @@ class ShardEngine {
       this.counts.recordsSampled++;
       const record: RequestRecord = {
         requestId,
+        phase: slot.ref,
         shard: this.shard.index,
         scheduledAt: this.epochAt(intendedMono),
         startedAt: this.epochAt(sentMono),
         ttftMs: outcome.ttftMs,
         e2eMs: outcome.e2eMs,
-        tpotMs: tpotMs(outcome.e2eMs, outcome.ttftMs, sample.outputTokens),
+        tpotMs: sample.tpotMs,
         correctedE2eMs: Math.max(0, correctedE2eMs),
         chunkOffsetsMs: outcome.chunkOffsetsMs,
         status: outcome.status,
@@ -515,11 +621,11 @@ class ShardEngine {
       const lateness = now - intended;
       if (lateness > knobs.maxLatenessMs) {
         this.counts.dropped++;
-        this.recorder.countDropped();
+        this.slotAt(intended).recorder.countDropped();
       } else {
         if (lateness > knobs.lateToleranceMs) {
           this.counts.late++;
-          this.recorder.countLate();
+          this.slotAt(intended).recorder.countLate();
         }
         void this.fire(intended, arrival.prompt);
       }
@@ -529,44 +635,7 @@ class ShardEngine {
     let missed = 0;
     for (; arrival !== null; arrival = schedule.next()) missed++;
     this.counts.dropped += missed;
-    if (missed > 0) this.recorder.countDropped(missed);
-  }
-
-  /**
-   * GuideLLM's sweep over durationMs cut in (rates + 2) equal phases: synchronous (one user), then
-   * throughput (all the shard's users), then `rates` constant rates evenly between the two
-   * measured rates, to find the knee.
-   */
-  private async runSweep(
-    p: Extract<LoadProfile, { type: 'sweep' }>,
-    startMono: number,
-    maxInFlight: number,
-  ): Promise<NonNullable<ShardResult['sweep']>> {
-    const phaseMs = this.spec.load.durationMs / (p.rates + 2);
-    const random = new SeededRandom(deriveSeed(p.seed, this.shard.index));
-    const measure = async (body: () => Promise<void>): Promise<number> => {
-      const before = this.counts.sent;
-      const t0 = performance.now();
-      await body();
-      await this.drained();
-      return ((this.counts.sent - before) * 1000) / Math.max(1, performance.now() - t0);
-    };
-    let phaseEnd = startMono + phaseMs;
-    const synchronousRate = await measure(() => this.runClosed(1, phaseEnd, 0, 0, random));
-    phaseEnd += phaseMs;
-    const throughputEnd = phaseEnd;
-    const throughputRate = await measure(() => this.runClosed(maxInFlight, throughputEnd, 0, 0, random));
-    const rates = Array.from(
-      { length: p.rates },
-      (_, i) => synchronousRate + ((throughputRate - synchronousRate) * (i + 1)) / (p.rates + 1),
-    );
-    for (const rate of rates) {
-      if (this.stopped || rate <= 0) break;
-      const phaseStart = performance.now();
-      const schedule = constantRateSchedule(rate, phaseMs, { index: 0, count: 1 });
-      await this.runOpen(schedule, phaseStart, phaseStart + phaseMs, maxInFlight, p);
-    }
-    return { synchronousRate, throughputRate, rates };
+    if (missed > 0) this.recorder.current.recorder.countDropped(missed);
   }
 
   /** Adaptive (AIMD, see aimd.controller.ts): a closed model whose number of users the controller sets. */

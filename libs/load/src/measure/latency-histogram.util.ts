@@ -35,13 +35,36 @@ export interface Quantiles {
   p95: number | null;
   p99: number | null;
   max: number | null;
+  /** The campaign's `report.percentiles`, keyed `p90`, `p99.9`, ... (absent when none asked). */
+  percentiles?: Record<string, number | null>;
 }
 
-export function quantilesFromHistogram(histogram: Histogram | string): Quantiles {
+/** `p50`, `p99.9`: the key a percentile is reported under. */
+export function percentileKey(percentile: number): string {
+  return `p${Number(percentile.toFixed(4))}`;
+}
+
+/**
+ * Count, mean, P50/P95/P99 and max in ms, plus `percentiles` (each in (0, 100]) when given: the
+ * campaign's `report.percentiles`, read from the same histogram.
+ */
+export function quantilesFromHistogram(
+  histogram: Histogram | string,
+  percentiles?: readonly number[],
+): Quantiles {
   const h = typeof histogram === 'string' ? decodeHistogram(histogram) : histogram;
   const count = h.totalCount;
-  if (count === 0) return { count: 0, mean: null, p50: null, p95: null, p99: null, max: null };
-  return {
+  const extra = percentiles?.length
+    ? Object.fromEntries(
+        percentiles.map((p) => [percentileKey(p), count === 0 ? null : h.getValueAtPercentile(p) / 1000]),
+      )
+    : undefined;
+  if (count === 0) {
+    const empty: Quantiles = { count: 0, mean: null, p50: null, p95: null, p99: null, max: null };
+    if (extra) empty.percentiles = extra;
+    return empty;
+  }
+  const quantiles: Quantiles = {
     count,
     mean: h.mean / 1000,
     p50: h.getValueAtPercentile(50) / 1000,
@@ -49,4 +72,6 @@ export function quantilesFromHistogram(histogram: Histogram | string): Quantiles
     p99: h.getValueAtPercentile(99) / 1000,
     max: h.maxValue / 1000,
   };
+  if (extra) quantiles.percentiles = extra;
+  return quantiles;
 }

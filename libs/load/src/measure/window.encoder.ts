@@ -92,8 +92,8 @@ export class WindowEncoder {
 
   private complete(): void {
     const { retired, encoded } = this.queue.shift() as Pending;
-    const [e2e, correctedE2e, ttft, itl] = encoded;
+    const [e2e, correctedE2e, ttft, itl, tpot] = encoded;
     this.recycle(retired.histograms);
-    this.deliver({ ...retired.counts, histogramsUs: { e2e, correctedE2e, ttft, itl } });
+    this.deliver({ ...retired.counts, histogramsUs: { e2e, correctedE2e, ttft, itl, tpot } });
   }
 }

@@ -3,8 +3,14 @@ import type { ErrorClass } from '@fathom/contracts';
 import { encodeHistogram, newLatencyHistogram, recordMs } from './latency-histogram.util';
 import type { WindowSnapshot } from './window.snapshot';
 
-/** The four latency histograms of a window, in `histogramsUs` order: e2e, correctedE2e, ttft, itl. */
-export type WindowHistograms = [e2e: Histogram, correctedE2e: Histogram, ttft: Histogram, itl: Histogram];
+/** The latency histograms of a window, in `histogramsUs` order: e2e, correctedE2e, ttft, itl, tpot. */
+export type WindowHistograms = [
+  e2e: Histogram,
+  correctedE2e: Histogram,
+  ttft: Histogram,
+  itl: Histogram,
+  tpot: Histogram,
+];
 
 /** A closed window: final counts, histograms not yet encoded (see `WindowEncoder`). */
 export interface RetiredWindow {
@@ -20,6 +26,8 @@ export interface RequestSample {
   e2eMs: number;
   correctedE2eMs: number;
   ttftMs: number | null;
+  /** Time per output token (vLLM's TPOT); null under 2 output tokens. */
+  tpotMs: number | null;
   chunkOffsetsMs: readonly number[];
   errorClass: ErrorClass | null;
   inputTokens: number;
@@ -27,7 +35,7 @@ export interface RequestSample {
 }
 
 /**
- * Accumulates one window of one shard: counts plus four HDR histograms (us). Latency histograms
+ * Accumulates one window of one shard: counts plus five HDR histograms (us). Latency histograms
  * take successful requests only (GuideLLM/vLLM count failures apart); every request counts in
  * `requests`. `rotate` closes a window in O(1) (the live histograms are swapped for spare ones)
  * so the encoding can run later, off the window boundary; `recycle` takes them back for reuse.
@@ -39,6 +47,7 @@ export class WindowRecorder {
   private correctedE2e = newLatencyHistogram();
   private ttft = newLatencyHistogram();
   private itl = newLatencyHistogram();
+  private tpot = newLatencyHistogram();
   private readonly spares: WindowHistograms[] = [];
   private requests = 0;
   private errors = 0;
@@ -49,10 +58,17 @@ export class WindowRecorder {
   private outputTokens = 0;
   private seq = 0;
 
+  /** `nextSeq`: shared by the recorders of one shard (one per load phase), so seqs never repeat. */
   constructor(
     private readonly shard: number,
     private readonly windowMs: number,
+    private readonly nextSeq?: () => number,
   ) {}
+
+  /** Nothing observed or counted since the last rotate. */
+  get idle(): boolean {
+    return this.requests === 0 && this.dropped === 0 && this.late === 0;
+  }
 
   observe(sample: RequestSample): void {
     this.requests++;
@@ -66,6 +82,7 @@ export class WindowRecorder {
     recordMs(this.e2e, sample.e2eMs);
     recordMs(this.correctedE2e, sample.correctedE2eMs);
     if (sample.ttftMs !== null) recordMs(this.ttft, sample.ttftMs);
+    if (sample.tpotMs !== null) recordMs(this.tpot, sample.tpotMs);
     const offsets = sample.chunkOffsetsMs;
     for (let i = 1; i < offsets.length; i++) recordMs(this.itl, offsets[i] - offsets[i - 1]);
   }
@@ -83,18 +100,19 @@ export class WindowRecorder {
    * one, without encoding: the retired histograms are handed over as they are.
    */
   rotate(windowStart: number, windowMs = this.windowMs): RetiredWindow {
-    const histograms: WindowHistograms = [this.e2e, this.correctedE2e, this.ttft, this.itl];
+    const histograms: WindowHistograms = [this.e2e, this.correctedE2e, this.ttft, this.itl, this.tpot];
     const next = this.spares.pop();
-    if (next) [this.e2e, this.correctedE2e, this.ttft, this.itl] = next;
+    if (next) [this.e2e, this.correctedE2e, this.ttft, this.itl, this.tpot] = next;
     else {
       this.e2e = newLatencyHistogram();
       this.correctedE2e = newLatencyHistogram();
       this.ttft = newLatencyHistogram();
       this.itl = newLatencyHistogram();
+      this.tpot = newLatencyHistogram();
     }
     const counts: RetiredWindow['counts'] = {
       shard: this.shard,
-      seq: this.seq++,
+      seq: this.nextSeq ? this.nextSeq() : this.seq++,
       windowStart,
       windowMs,
       requests: this.requests,
@@ -120,8 +138,8 @@ export class WindowRecorder {
   /** Ends the current window and encodes it at once (blocking; the engine uses `rotate`). */
   flush(windowStart: number, windowMs = this.windowMs): WindowSnapshot {
     const retired = this.rotate(windowStart, windowMs);
-    const [e2e, correctedE2e, ttft, itl] = retired.histograms.map(encodeHistogram);
+    const [e2e, correctedE2e, ttft, itl, tpot] = retired.histograms.map(encodeHistogram);
     this.recycle(retired.histograms);
-    return { ...retired.counts, histogramsUs: { e2e, correctedE2e, ttft, itl } };
+    return { ...retired.counts, histogramsUs: { e2e, correctedE2e, ttft, itl, tpot } };
   }
 }

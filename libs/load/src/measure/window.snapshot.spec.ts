@@ -12,6 +12,7 @@ const sample = (e2eMs: number) => ({
   e2eMs,
   correctedE2eMs: e2eMs + 1,
   ttftMs: e2eMs / 2,
+  tpotMs: e2eMs / 4,
   chunkOffsetsMs: [e2eMs / 2, e2eMs],
   errorClass: null,
   inputTokens: 3,
@@ -68,6 +69,33 @@ describe(mergeWindows.name, () => {
     });
     expect(sut.quantiles.e2e.count).toBe(1);
     expect(sut.quantiles.e2e.p99).toBeCloseTo(20, 1);
+  });
+
+  it('merges TPOT like the other histograms, and a window without one (older generator) as empty', () => {
+    const recorder = new WindowRecorder(0, 1000);
+    [8, 12, 40].forEach((v) => recorder.observe(sample(v)));
+    const withTpot = recorder.flush(0);
+    recorder.observe(sample(400));
+    const older = recorder.flush(1000);
+    const withoutTpot: Partial<typeof older.histogramsUs> = { ...older.histogramsUs };
+    delete withoutTpot.tpot;
+    const sut = mergeWindows([
+      withTpot,
+      { ...older, histogramsUs: withoutTpot as typeof older.histogramsUs },
+    ]);
+    expect(sut.quantiles.tpot.count).toBe(3);
+    expect(sut.quantiles.tpot.max).toBeCloseTo(10, 1);
+    expect(sut.quantiles.e2e.count).toBe(4);
+  });
+
+  it('reads the asked percentiles from the merged histogram', () => {
+    const recorder = new WindowRecorder(0, 1000);
+    for (let v = 1; v <= 1000; v++) recorder.observe(sample(v));
+    const merged = mergeWindows([recorder.flush(0)]);
+    const q = quantilesFromHistogram(merged.histograms.e2e, [90, 99.9]);
+    expect(q.percentiles?.p90).toBeCloseTo(900, -1);
+    expect(q.percentiles?.['p99.9']).toBeCloseTo(999, -1);
+    expect(quantilesFromHistogram(newLatencyHistogram(), [90]).percentiles).toEqual({ p90: null });
   });
 
   it('starts each window empty with the next sequence number', () => {

@@ -1,4 +1,5 @@
 import type { Histogram } from 'hdr-histogram-js';
+import type { LoadPhase } from '@fathom/contracts';
 import {
   decodeHistogram,
   encodeHistogram,
@@ -21,11 +22,14 @@ export interface WindowSnapshot {
   late: number;
   inputTokens: number;
   outputTokens: number;
-  histogramsUs: { e2e: string; correctedE2e: string; ttft: string; itl: string };
+  /** The sweep step and segment of the requests counted (set by the engine; see `LoadPhase`). */
+  phase?: LoadPhase;
+  histogramsUs: { e2e: string; correctedE2e: string; ttft: string; itl: string; tpot: string };
 }
 
 export type HistogramName = keyof WindowSnapshot['histogramsUs'];
-const NAMES: HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl'];
+export const HISTOGRAM_NAMES: readonly HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl', 'tpot'];
+const NAMES = HISTOGRAM_NAMES;
 const EMPTY_HISTOGRAM = encodeHistogram(newLatencyHistogram());
 
 /** Windows of any shards and generators added up. Counts and histograms add exactly. */
@@ -44,17 +48,11 @@ export interface MergedWindows {
   quantiles: Record<HistogramName, Quantiles>;
 }
 
-type Mergeable = Pick<
+/** A window to merge; `tpot` may be absent (windows from generators older than the TPOT histogram). */
+export type Mergeable = Pick<
   WindowSnapshot,
-  | 'requests'
-  | 'errors'
-  | 'errorClasses'
-  | 'dropped'
-  | 'late'
-  | 'inputTokens'
-  | 'outputTokens'
-  | 'histogramsUs'
->;
+  'requests' | 'errors' | 'errorClasses' | 'dropped' | 'late' | 'inputTokens' | 'outputTokens'
+> & { histogramsUs: Omit<WindowSnapshot['histogramsUs'], 'tpot'> & { tpot?: string } };
 
 export function mergeWindows(windows: Iterable<Mergeable>): MergedWindows {
   const merged = {
@@ -79,7 +77,9 @@ export function mergeWindows(windows: Iterable<Mergeable>): MergedWindows {
     for (const [errorClass, n] of Object.entries(window.errorClasses))
       merged.errorClasses[errorClass] = (merged.errorClasses[errorClass] ?? 0) + n;
     for (const name of NAMES) {
-      const decoded = decodeHistogram(window.histogramsUs[name]);
+      const encoded = window.histogramsUs[name];
+      if (encoded === undefined) continue;
+      const decoded = decodeHistogram(encoded);
       if (histograms[name]) histograms[name].add(decoded);
       else histograms[name] = decoded;
     }

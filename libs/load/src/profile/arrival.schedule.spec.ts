@@ -1,5 +1,6 @@
 import {
   constantRateSchedule,
+  gammaSchedule,
   poissonSchedule,
   rampingRateSchedule,
   replaySchedule,
@@ -95,5 +96,31 @@ describe(replaySchedule.name, () => {
     const paths = extractIntentPaths(otlp, 'x.json');
     expect(paths[0]).toEqual({ path: ['doc-qa', 'chart'], weight: 2 / 3 });
     expect(paths[1]).toEqual({ path: ['summary'], weight: 1 / 3 });
+  });
+});
+
+describe(gammaSchedule.name, () => {
+  const gapsOf = (times: number[]) => times.slice(1).map((t, i) => t - times[i]);
+  const cv = (gaps: number[]) => {
+    const mean = gaps.reduce((s, g) => s + g, 0) / gaps.length;
+    return Math.sqrt(gaps.reduce((s, g) => s + (g - mean) ** 2, 0) / gaps.length) / mean;
+  };
+
+  it('keeps the asked rate whatever the burstiness; the gaps vary as 1/sqrt(burstiness) (vllm bench --burstiness)', () => {
+    for (const burstiness of [0.25, 1, 4]) {
+      const times = drain(gammaSchedule(200, burstiness, 50_000, { index: 0, count: 1 }, 3));
+      expect(times.length).toBeGreaterThan(9400);
+      expect(times.length).toBeLessThan(10600);
+      // A gamma of shape k has a coefficient of variation 1/sqrt(k): 2, 1 (Poisson), 0.5.
+      expect(cv(gapsOf(times))).toBeCloseTo(1 / Math.sqrt(burstiness), 1);
+    }
+  });
+
+  it('is reproducible for a seed, and the shards together make the campaign stream exactly', () => {
+    const whole = drain(gammaSchedule(100, 0.5, 5000, { index: 0, count: 1 }, 9));
+    expect(drain(gammaSchedule(100, 0.5, 5000, { index: 0, count: 1 }, 9))).toEqual(whole);
+    expect(drain(gammaSchedule(100, 0.5, 5000, { index: 0, count: 1 }, 10))).not.toEqual(whole);
+    const parts = [0, 1, 2].map((index) => drain(gammaSchedule(100, 0.5, 5000, { index, count: 3 }, 9)));
+    expect(parts.flat().sort((a, b) => a - b)).toEqual(whole);
   });
 });

@@ -57,6 +57,34 @@ export function poissonSchedule(
 }
 
 /**
+ * Gamma-distributed gaps (vllm bench serve's `--burstiness`): shape `burstiness`, mean 1/rate,
+ * so the rate holds whatever the burstiness; 1 is Poisson. Superposed gamma streams are not a
+ * gamma stream, so every shard draws the one campaign-wide stream from the seed and keeps
+ * arrivals i, i+n, i+2n... (as constant rate does): together they are exactly that process.
+ */
+export function gammaSchedule(
+  ratePerSec: number,
+  burstiness: number,
+  durationMs: number,
+  shard: Shard,
+  seed: number,
+): ArrivalSchedule {
+  const random = new SeededRandom(deriveSeed(seed, 0));
+  const meanGapMs = 1000 / ratePerSec;
+  let atMs = 0;
+  let k = -1;
+  return {
+    next() {
+      do {
+        atMs += random.gamma(burstiness, meanGapMs);
+        k++;
+      } while (k % shard.count !== shard.index);
+      return atMs >= durationMs ? null : { atMs };
+    },
+  };
+}
+
+/**
  * Piecewise-linear rate (k6's ramping-arrival-rate). Arrival k is at the time t where the expected
  * count N(t) = integral of rate reaches k; within a stage N is quadratic in t, so we invert it
  * exactly. After the last stage its target rate is held until durationMs.
@@ -135,7 +163,7 @@ export function replaySchedule(
 
 /** The schedule of an open-model rate profile (not closed/sweep/adaptive, which the engine drives). */
 export function scheduleFor(
-  profile: Extract<LoadProfile, { type: 'constant-rate' | 'poisson' | 'ramping-rate' }>,
+  profile: Extract<LoadProfile, { type: 'constant-rate' | 'poisson' | 'gamma' | 'ramping-rate' }>,
   durationMs: number,
   shard: Shard,
 ): ArrivalSchedule {
@@ -144,6 +172,8 @@ export function scheduleFor(
       return constantRateSchedule(profile.ratePerSec, durationMs, shard);
     case 'poisson':
       return poissonSchedule(profile.ratePerSec, durationMs, shard, profile.seed);
+    case 'gamma':
+      return gammaSchedule(profile.ratePerSec, profile.burstiness, durationMs, shard, profile.seed);
     case 'ramping-rate':
       return rampingRateSchedule(profile.startRatePerSec, profile.stages, durationMs, shard);
   }

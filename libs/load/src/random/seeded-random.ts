@@ -29,6 +29,28 @@ export class SeededRandom {
     return -Math.log(1 - this.next()) * mean;
   }
 
+  /**
+   * Gamma with the given shape and mean (Marsaglia-Tsang; shape < 1 by boosting with U^(1/shape)).
+   * Shape 1 is the exponential.
+   */
+  gamma(shape: number, mean: number): number {
+    const boost = shape < 1 ? Math.pow(1 - this.next(), 1 / shape) : 1;
+    const k = shape < 1 ? shape + 1 : shape;
+    const d = k - 1 / 3;
+    const c = 1 / Math.sqrt(9 * d);
+    for (;;) {
+      let x: number;
+      let v: number;
+      do {
+        x = this.normal();
+        v = 1 + c * x;
+      } while (v <= 0);
+      v = v * v * v;
+      const u = 1 - this.next();
+      if (Math.log(u) < 0.5 * x * x + d - d * v + d * Math.log(v)) return (d * v * boost * mean) / shape;
+    }
+  }
+
   /** Standard normal by Box-Muller. */
   normal(mean = 0, stdev = 1): number {
     const u = 1 - this.next();

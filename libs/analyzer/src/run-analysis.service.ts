@@ -513,6 +513,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       rootCauses,
       validity,
       stallMs: this.causeOptions.stallMs,
+      gpu: of<GpuTelemetry>('gpu'),
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
     await this.bus.publish(Topics.runReport, {

@@ -28,6 +28,10 @@ export interface LayerCall {
  * about a hundred bytes). Stored per telemetry batch so a report can be rebuilt after a restart.
  */
 export interface RecordDigest {
+  /** The request's ids, to join it with the target's logs and traces (absent from older digests). */
+  readonly requestId?: string;
+  readonly serverRequestId?: string;
+  readonly traceId?: string;
   /** Epoch ms when the request ended (actual start + E2E). */
   readonly at: number;
   readonly startedAt: number;
@@ -226,6 +230,9 @@ export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordD
     }
   }
   return {
+    requestId: record.requestId,
+    ...(record.serverRequestId ? { serverRequestId: record.serverRequestId } : {}),
+    ...(record.traceId ? { traceId: record.traceId } : {}),
     at: record.startedAt + record.e2eMs,
     startedAt: record.startedAt,
     lateMs: Math.max(0, record.startedAt - record.scheduledAt),

@@ -1,4 +1,10 @@
-import type { BreakerChange, MeasurementValidity, RunSummary, SloTierChange } from '@fathom/contracts';
+import type {
+  BreakerChange,
+  GpuTelemetry,
+  MeasurementValidity,
+  RunSummary,
+  SloTierChange,
+} from '@fathom/contracts';
 import { smUtilisationHeatMap, type NormalisedSample } from '@fathom/gpu';
 import { gpuCounterIncrease, gpuMax, type RunTimeline } from '../evidence/run-timeline';
 import {
@@ -8,6 +14,7 @@ import {
   type TierSpec,
 } from '../objectives/objective.model';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
+import { slowestRequests, telemetryOfPoints, type SlowRequest } from './slowest-requests';
 import {
   schemaDriftFindings,
   toolContractRatesFromDigests,
@@ -51,6 +58,8 @@ export interface RunReportDocument {
     readonly trips: number;
   };
   readonly rootCauses: TrackedCause[];
+  /** The slowest sampled requests with their ids and the server's readings while each ran. */
+  readonly slowestRequests: SlowRequest[];
   readonly semantic: {
     readonly judgedResponses: number;
     readonly riskyResponses: number;
@@ -94,6 +103,8 @@ export interface RunReportInput {
   readonly rootCauses: readonly TrackedCause[];
   readonly validity: MeasurementValidity;
   readonly stallMs: number;
+  /** The run's scrapes, failed ones included; absent: the timeline's ok scrapes. */
+  readonly gpu?: readonly GpuTelemetry[];
 }
 
 /** The versioned JSON document stored per run (`run_reports`) and served by the API. */
@@ -153,6 +164,7 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
       trips,
     },
     rootCauses: [...input.rootCauses],
+    slowestRequests: slowestRequests(digests, input.gpu ?? telemetryOfPoints(timeline.gpu)),
     semantic: {
       judgedResponses: digests.filter((d) => d.riskSegments !== null).length,
       riskyResponses: digests.filter((d) => (d.riskSegments ?? 0) > 0).length,

@@ -63,6 +63,10 @@ export type LoadSegment = LoadPhase['segment'];
  */
 export const RequestRecordSchema = z.object({
   requestId: z.string(),
+  /** The server's id for the request (`x-request-id`, or the simulator's `x-sim-request-id`). */
+  serverRequestId: z.string().max(200).optional(),
+  /** The W3C trace id sent in `traceparent` (32 hex), to find the request in the target's traces. */
+  traceId: z.string().max(64).optional(),
   /** The sweep step and segment the request started in (absent from older generators). */
   phase: z
     .object({ index: z.number().int().nonnegative(), segment: LoadPhaseSchema.shape.segment })

@@ -434,12 +434,13 @@ class ShardEngine {
     this.armTimeout();
     this.inFlight++;
     const spanId = this.shardHex + seq.toString(16).padStart(12, '0');
+    const traceId = traceIds.next();
     let outcome: DriverOutcome;
     try {
       outcome = await this.driver.execute({
         requestId,
         headers: {
-          traceparent: `00-${traceIds.next()}-${spanId}-01`,
+          traceparent: `00-${traceId}-${spanId}-01`,
           'x-fathom-run': this.options.runId,
           'x-fathom-request': requestId,
         },
@@ -467,7 +468,7 @@ class ShardEngine {
     this.cancels.delete(cancel);
     this.inFlight--;
     slot.inFlight--;
-    this.account(outcome, requestId, intendedMono, startMono, item, slot);
+    this.account(outcome, requestId, traceId, intendedMono, startMono, item, slot);
     this.options.tap?.(requestId, outcome, startMono + (outcome.sendDelayMs ?? 0));
     const waiter = this.slotWaiter;
     this.slotWaiter = null;
@@ -483,6 +484,7 @@ class ShardEngine {
   private account(
     outcome: DriverOutcome,
     requestId: string,
+    traceId: string,
     intendedMono: number,
     startMono: number,
     item: PromptItem,
@@ -525,6 +527,7 @@ class ShardEngine {
       this.counts.recordsSampled++;
       const record: RequestRecord = {
         requestId,
+        traceId,
         phase: slot.ref,
         shard: this.shard.index,
         scheduledAt: this.epochAt(intendedMono),
@@ -546,6 +549,8 @@ class ShardEngine {
       };
       // Optional fields set only when present (no object spreads on the hot path).
       if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);
+      if (outcome.serverRequestId !== undefined)
+        record.serverRequestId = outcome.serverRequestId.slice(0, 200);
       if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
       if (outcome.toolCalls !== undefined) record.toolCalls = outcome.toolCalls;
       if (outcome.retrievedDocuments !== undefined) record.retrievedDocuments = outcome.retrievedDocuments;

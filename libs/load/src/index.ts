@@ -30,3 +30,4 @@ export {
   type Http1ResponseSink,
 } from './transport/http1-response.parser';
 export * from './threshold/slo-verdict';
+export * from './dataset/text.tokenizer';

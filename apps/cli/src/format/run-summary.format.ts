@@ -38,7 +38,7 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
     );
   }
   lines.push(
-    `  throughput ${s.throughput.requestsPerSec.toFixed(1)} req/s, ${s.throughput.outputTokensPerSec.toFixed(0)} output tokens/s (${s.tokens.input} in, ${s.tokens.output} out)`,
+    `  throughput ${s.throughput.requestsPerSec.toFixed(1)} req/s, ${s.throughput.outputTokensPerSec.toFixed(0)} output tokens/s (${s.tokens.input} in, ${s.tokens.output} out${s.tokenizer ? `; client counts in ${s.tokenizer}` : ''})`,
   );
   lines.push(
     `  latency${' '.repeat(9)}${'P50'.padStart(10)} ${'P95'.padStart(10)} ${'P99'.padStart(10)} ${'max'.padStart(10)}`,

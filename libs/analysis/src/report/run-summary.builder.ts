@@ -118,6 +118,11 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
     ),
   };
   if (endReason) summary.endReason = endReason;
+  const scenario = evidence.spec?.scenario;
+  if (scenario?.type === 'chat') {
+    const t = scenario.tokenizer ?? 'o200k_base';
+    summary.tokenizer = typeof t === 'string' ? t : `hf:${t.path}`;
+  }
   if (warmup) summary.warmup = warmup;
   if (cooldown) summary.cooldown = cooldown;
   if (sweep) summary.sweep = sweep;

@@ -16,6 +16,18 @@ export const TokenLengthSchema = z
   .refine((d) => d.min <= d.max && d.mean <= d.max, { message: 'need min <= mean <= max', path: ['max'] });
 export type TokenLength = z.infer<typeof TokenLengthSchema>;
 
+/** Which field (JSONL) or column (CSV, by header name) holds what (GuideLLM's data column mapping). */
+export const ColumnMappingSchema = z
+  .object({
+    prompt: z.string().min(1).default('prompt'),
+    /** Output length asked for (max_tokens) per row. */
+    outputTokens: z.string().min(1).optional(),
+    /** A system message per row. */
+    system: z.string().min(1).optional(),
+  })
+  .strict();
+export type ColumnMapping = z.infer<typeof ColumnMappingSchema>;
+
 /**
  * Where prompts come from. Files are read (and refused with the line that does not parse) by
  * `@fathom/load` when a shard starts; paths are relative to the generator's working directory.
@@ -39,6 +51,17 @@ export const DatasetSchema = z.discriminatedUnion('type', [
       path: z.string().min(1),
       /** Field of each JSON line that holds the prompt. */
       field: z.string().min(1).default('prompt'),
+      /** Instead of `field`: the fields of the prompt, output length and system message. */
+      columns: ColumnMappingSchema.optional(),
+    })
+    .strict(),
+  z
+    .object({
+      /** RFC 4180 CSV with a header row; `columns` names the header of each input. */
+      type: z.literal('csv'),
+      path: z.string().min(1),
+      columns: ColumnMappingSchema.default({ prompt: 'prompt' }),
+      delimiter: z.string().length(1).default(','),
     })
     .strict(),
   z

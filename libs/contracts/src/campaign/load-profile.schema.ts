@@ -73,9 +73,20 @@ export const LoadProfileSchema = z.discriminatedUnion('type', [
     .object({
       type: z.literal('replay'),
       seed,
-      /** JSONL with `{"timestampMs": n, "prompt"?: s}` per line, or an OTLP/JSON trace export. */
+      /**
+       * `jsonl`: `{"timestampMs": n, "prompt"?: s}` per line; `otel`: an OTLP/JSON trace export, or
+       * the OpenTelemetry file exporter's output (one export per line); `burstgpt`: BurstGPT's CSV
+       * (Timestamp s, Request tokens, Response tokens); `mooncake`: Mooncake's JSONL (timestamp ms,
+       * input_length, output_length, hash_ids). Token-length traces get synthetic prompts of those
+       * lengths in the scenario's tokenizer (Mooncake's hash_ids as shared 512-token blocks).
+       */
       path: z.string().min(1),
-      format: z.enum(['jsonl', 'otel']).default('jsonl'),
+      format: z.enum(['jsonl', 'otel', 'burstgpt', 'mooncake']).default('jsonl'),
+      /**
+       * `arrivals`: the recorded clock. `intent-paths` (otel): arrivals at the recorded times, each
+       * request drawing its trace's intent path by the paths' weights (seeded), not the recorded one.
+       */
+      mode: z.enum(['arrivals', 'intent-paths']).default('arrivals'),
       /** 2 = twice as fast as recorded. */
       speed: z.number().positive().default(1),
       ...openModelShape,

@@ -2,6 +2,12 @@ import { z } from 'zod';
 import { DatasetSchema, PerturbationSchema } from './dataset.schema';
 import { ToolContractSchema, ToolFallbackSchema } from '../events/tool-call.event';
 
+export const TokenizerSpecSchema = z.union([
+  z.enum(['o200k_base', 'cl100k_base']),
+  z.object({ path: z.string().min(1) }).strict(),
+]);
+export type TokenizerSpec = z.infer<typeof TokenizerSpecSchema>;
+
 export const ChatScenarioSchema = z
   .object({
     type: z.literal('chat'),
@@ -20,6 +26,11 @@ export const ChatScenarioSchema = z
     logprobs: z.boolean().default(false),
     topLogprobs: z.number().int().min(0).max(20).optional(),
     perturbation: PerturbationSchema.optional(),
+    /**
+     * Tokenizer of the client-side counts and synthetic prompts: `o200k_base` (default) or
+     * `cl100k_base` (gpt-tokenizer), or `{ path }` to a Hugging Face `tokenizer.json`.
+     */
+    tokenizer: TokenizerSpecSchema.optional(),
   })
   .strict()
   .refine((s) => s.prompts !== undefined || s.dataset !== undefined, {

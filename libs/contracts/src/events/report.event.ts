@@ -101,6 +101,8 @@ export const RunSummarySchema = z.object({
   }),
   throughput: z.object({ requestsPerSec: z.number(), outputTokensPerSec: z.number() }),
   tokens: z.object({ input: z.number().int(), output: z.number().int() }),
+  /** Tokenizer of the client-side counts (`o200k_base`, `cl100k_base`, `hf:<path>`); absent from older summaries. */
+  tokenizer: z.string().optional(),
   semantic: z.object({
     responses: z.number().int().nonnegative(),
     outputTokens: z.number().int().nonnegative(),

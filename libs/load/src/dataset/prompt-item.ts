@@ -6,4 +6,6 @@ export interface PromptItem {
   inputTokensClient: number;
   /** Output length asked for; the scenario's maxTokens when absent. */
   maxTokens?: number;
+  /** Intent-path replay: the steps (by name) of an `http` scenario this request runs. */
+  intentPath?: string[];
 }

@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises';
-import { countTokens } from 'gpt-tokenizer';
 import type { Dataset, EmbeddingsScenario, ChatScenario } from '@fathom/contracts';
 import { SeededRandom } from '../random/seeded-random';
 import { perturbPrompt } from '../perturb/prompt.perturbation';
 import { DatasetParseError } from './dataset-parse.error';
 import type { PromptItem } from './prompt-item';
-import { drawTokenLength, syntheticText } from './synthetic-text.util';
+import { drawTokenLength, exactSyntheticText, syntheticText } from './synthetic-text.util';
+import { O200K_BASE, type TextTokenizer } from './text.tokenizer';
+import { parseCsvDataset, parseJsonlDataset, type MappedRow } from './tabular-dataset.parser';
 
 /**
  * Hands out prompts in a fixed cycle. Shard i starts at item i so that shards do not send the same
@@ -18,6 +19,7 @@ export class PromptSource {
   constructor(
     readonly items: readonly PromptItem[],
     shardIndex = 0,
+    private readonly tokenizer: TextTokenizer = O200K_BASE,
   ) {
     if (items.length === 0) throw new Error('a prompt source needs at least one item');
     this.cursor = shardIndex % items.length;
@@ -26,11 +28,11 @@ export class PromptSource {
   next(inputScale = 1): PromptItem {
     const item = this.items[this.cursor];
     this.cursor = (this.cursor + 1) % this.items.length;
-    return inputScale >= 1 ? item : shrink(item, inputScale);
+    return inputScale >= 1 ? item : shrink(item, inputScale, this.tokenizer.count);
   }
 }
 
-function shrink(item: PromptItem, scale: number): PromptItem {
+function shrink(item: PromptItem, scale: number, countTokens: (text: string) => number): PromptItem {
   const last = item.messages[item.messages.length - 1];
   const words = last.content.split(' ');
   const kept = words.slice(0, Math.max(1, Math.round(words.length * scale))).join(' ');
@@ -42,7 +44,7 @@ function shrink(item: PromptItem, scale: number): PromptItem {
 
 type Message = PromptItem['messages'][number];
 
-function itemOf(messages: Message[], maxTokens?: number): PromptItem {
+function itemOf(messages: Message[], maxTokens?: number, countTokens = O200K_BASE.count): PromptItem {
   const text = messages.map((m) => m.content).join('\n');
   return {
     messages,
@@ -141,14 +143,28 @@ export function parseShareGpt(text: string, file: string, maxTurns: number): Mes
 }
 
 /** Prompts of a dataset, as message lists (before system prompt and perturbation). */
-export async function loadDataset(dataset: Dataset): Promise<{ messages: Message[]; maxTokens?: number }[]> {
+export async function loadDataset(
+  dataset: Dataset,
+  tokenizer: TextTokenizer = O200K_BASE,
+): Promise<{ messages: Message[]; maxTokens?: number }[]> {
   switch (dataset.type) {
     case 'inline':
       return dataset.prompts.map((p) => ({ messages: [{ role: 'user', content: p }] }));
     case 'jsonl':
+      if (dataset.columns)
+        return parseJsonlDataset(await readDatasetFile(dataset.path), dataset.path, dataset.columns).map(
+          rowItem,
+        );
       return parsePromptJsonl(await readDatasetFile(dataset.path), dataset.path, dataset.field).map((p) => ({
         messages: [{ role: 'user', content: p }],
       }));
+    case 'csv':
+      return parseCsvDataset(
+        await readDatasetFile(dataset.path),
+        dataset.path,
+        dataset.columns,
+        dataset.delimiter,
+      ).map(rowItem);
     case 'sharegpt':
       return parseShareGpt(await readDatasetFile(dataset.path), dataset.path, dataset.maxTurns).map(
         (messages) => ({ messages }),
@@ -156,7 +172,7 @@ export async function loadDataset(dataset: Dataset): Promise<{ messages: Message
     case 'synthetic': {
       const random = new SeededRandom(dataset.seed);
       return Array.from({ length: dataset.size }, () => {
-        const content = syntheticText(random, drawTokenLength(random, dataset.inputTokens));
+        const content = exactSyntheticText(random, drawTokenLength(random, dataset.inputTokens), tokenizer);
         const maxTokens = dataset.outputTokens ? drawTokenLength(random, dataset.outputTokens) : undefined;
         return {
           messages: [{ role: 'user' as const, content }],
@@ -168,7 +184,10 @@ export async function loadDataset(dataset: Dataset): Promise<{ messages: Message
       // One prefix shared by every session (a long system prompt), then per-session turns; ordered
       // turn by turn across sessions so later turns find the prefix (and their history) cached.
       const random = new SeededRandom(dataset.seed);
-      const prefix: Message = { role: 'system', content: syntheticText(random, dataset.sharedPrefixTokens) };
+      const prefix: Message = {
+        role: 'system',
+        content: syntheticText(random, dataset.sharedPrefixTokens, tokenizer.oneTokenWords),
+      };
       const sessions: Message[][] = Array.from({ length: dataset.sessions }, () =>
         dataset.sharedPrefixTokens > 0 ? [prefix] : [],
       );
@@ -188,16 +207,27 @@ export async function loadDataset(dataset: Dataset): Promise<{ messages: Message
   }
 }
 
+function rowItem(row: MappedRow): { messages: Message[]; maxTokens?: number } {
+  const messages: Message[] = row.system
+    ? [
+        { role: 'system', content: row.system },
+        { role: 'user', content: row.prompt },
+      ]
+    : [{ role: 'user', content: row.prompt }];
+  return row.outputTokens === undefined ? { messages } : { messages, maxTokens: row.outputTokens };
+}
+
 /** The prompt source of a chat or embeddings scenario, perturbed and counted once, up front. */
 export async function promptSourceFor(
   scenario: ChatScenario | EmbeddingsScenario,
   shardIndex: number,
+  tokenizer: TextTokenizer = O200K_BASE,
 ): Promise<PromptSource> {
   const dataset: Dataset = scenario.dataset ?? {
     type: 'inline',
     prompts: (scenario as ChatScenario).prompts ?? [],
   };
-  const raw = await loadDataset(dataset);
+  const raw = await loadDataset(dataset, tokenizer);
   const system = scenario.type === 'chat' ? scenario.system : undefined;
   const perturbation = scenario.type === 'chat' ? scenario.perturbation : undefined;
   const items = raw.map(({ messages, maxTokens }) => {
@@ -210,13 +240,18 @@ export async function promptSourceFor(
       system !== undefined && perturbed[0]?.role !== 'system'
         ? [{ role: 'system', content: system }, ...perturbed]
         : perturbed;
-    return itemOf(withSystem, maxTokens);
+    return itemOf(withSystem, maxTokens, tokenizer.count);
   });
-  return new PromptSource(items, shardIndex);
+  return new PromptSource(items, shardIndex, tokenizer);
 }
 
 /** A one-off item (a replayed prompt), counted like the dataset's. */
-export function promptItemFromText(text: string, system?: string): PromptItem {
+export function promptItemFromText(
+  text: string,
+  system?: string,
+  tokenizer: TextTokenizer = O200K_BASE,
+  maxTokens?: number,
+): PromptItem {
   return itemOf(
     system === undefined
       ? [{ role: 'user', content: text }]
@@ -224,5 +259,7 @@ export function promptItemFromText(text: string, system?: string): PromptItem {
           { role: 'system', content: system },
           { role: 'user', content: text },
         ],
+    maxTokens,
+    tokenizer.count,
   );
 }

@@ -1,6 +1,13 @@
 import type { TokenLength } from '@fathom/contracts';
 import type { SeededRandom } from '../random/seeded-random';
 
+/** What synthetic text needs of a tokenizer (see `TextTokenizer`). */
+export interface WordTokenizer {
+  readonly name: string;
+  count(text: string): number;
+  readonly oneTokenWords: readonly string[];
+}
+
 // Common English words, each exactly one token with a leading space in gpt-tokenizer's default
 // encoding (checked in synthetic-text.util.spec.ts), so n words make a text of n tokens.
 export const ONE_TOKEN_WORDS = (
@@ -18,8 +25,30 @@ export function drawTokenLength(random: SeededRandom, d: TokenLength): number {
 }
 
 /** A text of `tokens` one-token words, drawn with `random`. */
-export function syntheticText(random: SeededRandom, tokens: number): string {
-  const words = new Array<string>(tokens);
-  for (let i = 0; i < tokens; i++) words[i] = ONE_TOKEN_WORDS[random.int(ONE_TOKEN_WORDS.length)];
-  return words.join(' ');
+export function syntheticText(
+  random: SeededRandom,
+  tokens: number,
+  words: readonly string[] = ONE_TOKEN_WORDS,
+): string {
+  const out = new Array<string>(tokens);
+  for (let i = 0; i < tokens; i++) out[i] = words[random.int(words.length)];
+  return out.join(' ');
+}
+
+/**
+ * A text of exactly `tokens` tokens in `tokenizer` (vllm bench's `random` dataset, GuideLLM's
+ * synthetic data): its one-token words, then checked by counting, and words added or taken off
+ * until the count is exact (a tokenizer may merge across words). Throws if it cannot be made exact.
+ */
+export function exactSyntheticText(random: SeededRandom, tokens: number, tokenizer: WordTokenizer): string {
+  const words = tokenizer.oneTokenWords;
+  const parts = syntheticText(random, tokens, words).split(' ');
+  for (let attempt = 0; attempt < 32; attempt++) {
+    const text = parts.join(' ');
+    const count = tokens === 0 ? 0 : tokenizer.count(text);
+    if (count === tokens) return text;
+    if (count > tokens) parts.pop();
+    else parts.push(words[random.int(words.length)]);
+  }
+  throw new Error(`cannot make a text of exactly ${tokens} tokens in ${tokenizer.name}`);
 }

@@ -105,7 +105,19 @@ export class HttpDagDriver implements RequestDriver {
       }
       return pending;
     };
-    const outcomes = await Promise.all(this.steps.map(runStep));
+    // Intent-path replay: the steps on the drawn path (and what they depend on) run, no others.
+    const path = request.item.intentPath;
+    const steps = path ? this.steps.filter((s) => path.includes(s.name)) : this.steps;
+    if (steps.length === 0)
+      return {
+        ...base,
+        status: 0,
+        e2eMs: 0,
+        errorClass: 'other',
+        errorMessage: `intent path ${path!.join(' > ') || '(empty)'} names no step of the scenario`,
+        content: '',
+      };
+    const outcomes = await Promise.all(steps.map(runStep));
     const e2eMs = performance.now() - request.startMono;
     const failedIndex = outcomes.findIndex((o) => o !== null && !o.ok);
     const failed = failedIndex === -1 ? null : outcomes[failedIndex]!;
@@ -116,8 +128,8 @@ export class HttpDagDriver implements RequestDriver {
       status: failed?.status ?? lastStatus,
       e2eMs,
       errorClass: failed?.errorClass ?? null,
-      ...(failed ? { errorMessage: `step ${this.steps[failedIndex].name}: ${failed.message}` } : {}),
-      content: `${ran}/${this.steps.length} steps ran`,
+      ...(failed ? { errorMessage: `step ${steps[failedIndex].name}: ${failed.message}` } : {}),
+      content: `${ran}/${steps.length} steps ran`,
       assertions,
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
     };

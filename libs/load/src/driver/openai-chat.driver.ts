@@ -18,6 +18,8 @@ export interface DriverOptions {
   connections: number;
   /** Response text kept per record (records stay small). */
   contentCapChars: number;
+  /** Client-side output token count (the scenario's tokenizer); gpt-tokenizer's o200k_base when absent. */
+  countTokens?: (text: string) => number;
 }
 
 /** Error bodies are kept up to this size for the record's errorMessage. */
@@ -185,7 +187,7 @@ export class OpenAiChatDriver implements RequestDriver {
       chunkOffsetsMs,
       errorClass,
       inputTokensClient,
-      outputTokensClient: parsed == null ? 0 : countOutputTokens(parsed.content),
+      outputTokensClient: parsed == null ? 0 : countOutputTokens(parsed.content, this.options.countTokens),
       usage: usage
         ? {
             promptTokens: usage.promptTokens,

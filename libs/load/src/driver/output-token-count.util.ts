@@ -1,11 +1,14 @@
 import { countTokens } from 'gpt-tokenizer';
 
+/** A counter other than the default (the scenario's tokenizer); memoised apart from the default's. */
+export type TokenCount = (text: string) => number;
+
 /** Completions at most this long are remembered; longer ones are counted every time. */
 const MEMO_MAX_CHARS = 8192;
 /** Distinct completions remembered; the memo starts afresh when full (at most ~2 MB of strings). */
 const MEMO_MAX_ENTRIES = 256;
 
-const memo = new Map<string, number>();
+const memos = new Map<TokenCount, Map<string, number>>();
 
 /**
  * The client-side token count of a completion (gpt-tokenizer, o200k_base), remembered for the
@@ -14,12 +17,14 @@ const memo = new Map<string, number>();
  * CPU per non-streamed request (bench/RESULTS.md). A completion not seen before costs one Map
  * lookup (hashing it, ~1 % of tokenising it) on top of the count.
  */
-export function countOutputTokens(content: string): number {
+export function countOutputTokens(content: string, counter: TokenCount = countTokens): number {
   if (content === '') return 0;
-  if (content.length > MEMO_MAX_CHARS) return countTokens(content);
+  if (content.length > MEMO_MAX_CHARS) return counter(content);
+  let memo = memos.get(counter);
+  if (memo === undefined) memos.set(counter, (memo = new Map()));
   let count = memo.get(content);
   if (count === undefined) {
-    count = countTokens(content);
+    count = counter(content);
     if (memo.size >= MEMO_MAX_ENTRIES) memo.clear();
     memo.set(content, count);
   }

@@ -8,9 +8,14 @@ import { RagLayerDriver } from '../driver/rag-layer.driver';
 import { QdrantLayerDriver } from '../driver/qdrant-layer.driver';
 import { AgentsWorkflowDriver } from '../driver/agents-workflow.driver';
 import type { RequestDriver } from '../driver/request-outcome';
+import { O200K_BASE, type TextTokenizer } from '../dataset/text.tokenizer';
 
 /** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
-export async function promptSourceOf(scenario: Scenario, shardIndex: number): Promise<PromptSource> {
+export async function promptSourceOf(
+  scenario: Scenario,
+  shardIndex: number,
+  tokenizer: TextTokenizer = O200K_BASE,
+): Promise<PromptSource> {
   if (scenario.type === 'http' || scenario.type === 'agents')
     return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
   if (scenario.type === 'tool-chain')
@@ -23,7 +28,7 @@ export async function promptSourceOf(scenario: Scenario, shardIndex: number): Pr
       (await loadDataset(scenario.dataset)).map((d) => promptItemFromText(d.messages.at(-1)!.content)),
       shardIndex,
     );
-  return promptSourceFor(scenario, shardIndex);
+  return promptSourceFor(scenario, shardIndex, tokenizer);
 }
 
 export function createDriver(

@@ -3,8 +3,9 @@ import type { CampaignSpec, LoadProfile, LoadSegment, RequestRecord, ShardCounts
 import * as hdr from 'hdr-histogram-js';
 import { AimdController, type AimdStep } from '../adaptive/aimd.controller';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
-import { promptItemFromText, type PromptSource } from '../dataset/prompt.source';
+import type { PromptSource } from '../dataset/prompt.source';
 import type { PromptItem } from '../dataset/prompt-item';
+import { O200K_BASE, loadTokenizer, type TextTokenizer } from '../dataset/text.tokenizer';
 import {
   RequestCancel,
   RequestTimeout,
@@ -20,7 +21,8 @@ import { SloAbortWatch } from '../threshold/slo-abort.watch';
 import { WindowEncoder } from '../measure/window.encoder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
 import { replaySchedule, scheduleFor, type ArrivalSchedule } from '../profile/arrival.schedule';
-import { loadReplay } from '../profile/replay.loader';
+import { intentPathsOf, loadReplay } from '../profile/replay.loader';
+import { TracePromptBuilder } from '../dataset/trace-prompt.builder';
 import { shareOf } from '../profile/shard-share.util';
 import { SeededRandom, deriveSeed } from '../random/seeded-random';
 import { Sleeper } from './sleeper';
@@ -150,6 +152,7 @@ class ShardEngine {
   private readonly contentCapChars: number;
   private driver!: RequestDriver;
   private source: PromptSource | null = null;
+  private tokenizer: TextTokenizer = O200K_BASE;
   private stopped = false;
   private inFlight = 0;
   private slotWaiter: (() => void) | null = null;
@@ -205,12 +208,23 @@ class ShardEngine {
   async run(): Promise<ShardResult> {
     const { signal } = this.options;
     const maxInFlight = Math.max(1, shareOf(this.spec.load.concurrency, this.shard));
-    this.source = await promptSourceOf(this.spec.scenario, this.shard.index);
+    const scenario = this.spec.scenario;
+    this.tokenizer = await loadTokenizer(scenario.type === 'chat' ? scenario.tokenizer : undefined);
+    this.source = await promptSourceOf(scenario, this.shard.index, this.tokenizer);
     const replayArrivals =
       this.profile.type === 'replay' ? await loadReplay(this.profile.path, this.profile.format) : null;
+    const p0 = this.profile;
+    const traceItems =
+      p0.type === 'replay'
+        ? new TracePromptBuilder(this.tokenizer, this.source, {
+            seed: deriveSeed(p0.seed, this.shard.index),
+            ...(scenario.type === 'chat' && scenario.system !== undefined ? { system: scenario.system } : {}),
+            ...(p0.mode === 'intent-paths' ? { paths: intentPathsOf(replayArrivals ?? []) } : {}),
+          })
+        : null;
     this.driver = createDriver(
       this.spec,
-      { connections: maxInFlight, contentCapChars: this.contentCapChars },
+      { connections: maxInFlight, contentCapChars: this.contentCapChars, countTokens: this.tokenizer.count },
       this.source,
     );
     // Set-up outside every request's timing (e.g. a vector collection); a failure fails the shard.
@@ -260,7 +274,9 @@ class ShardEngine {
           break;
         case 'replay':
           await this.runOpen(
-            replaySchedule(replayArrivals ?? [], p.speed, this.spec.load.durationMs, this.shard),
+            replaySchedule(replayArrivals ?? [], p.speed, this.spec.load.durationMs, this.shard, (a) =>
+              traceItems!.item(a),
+            ),
             startMono,
             endMono,
             maxInFlight,
@@ -415,14 +431,8 @@ class ShardEngine {
   }
 
   /** Sends one iteration intended at `intendedMono`; resolves when it has finished and been recorded. */
-  private async fire(intendedMono: number, prompt?: string): Promise<DriverOutcome> {
-    const item: PromptItem =
-      prompt !== undefined
-        ? promptItemFromText(
-            prompt,
-            this.spec.scenario.type === 'chat' ? this.spec.scenario.system : undefined,
-          )
-        : this.source!.next(this.inputScale);
+  private async fire(intendedMono: number, planned?: PromptItem): Promise<DriverOutcome> {
+    const item: PromptItem = planned ?? this.source!.next(this.inputScale);
     const seq = ++this.seq;
     const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
     const startMono = performance.now();
@@ -632,7 +642,7 @@ class ShardEngine {
           this.counts.late++;
           this.slotAt(intended).recorder.countLate();
         }
-        void this.fire(intended, arrival.prompt);
+        void this.fire(intended, arrival.item);
       }
       arrival = schedule.next();
     }

@@ -1,12 +1,13 @@
 import type { LoadProfile } from '@fathom/contracts';
 import { SeededRandom, deriveSeed } from '../random/seeded-random';
 import type { ReplayArrival } from './replay.loader';
+import type { PromptItem } from '../dataset/prompt-item';
 
 /** One iteration an open-model profile asks for: its intended start, in ms from the shard start. */
 export interface Arrival {
   atMs: number;
-  /** Replay may carry the recorded prompt. */
-  prompt?: string;
+  /** Replay: what to send (the recorded prompt, a synthetic one of the recorded length, a path). */
+  item?: PromptItem;
 }
 
 /**
@@ -141,12 +142,16 @@ export function rampingRateSchedule(
   };
 }
 
-/** Recorded arrivals, shared round-robin between shards, time-scaled by `speed`. */
+/**
+ * Recorded arrivals, shared round-robin between shards, time-scaled by `speed`. `itemOf` builds
+ * what each sends (absent: the scenario's next prompt), when the arrival is handed out.
+ */
 export function replaySchedule(
   arrivals: ReplayArrival[],
   speed: number,
   durationMs: number,
   shard: Shard,
+  itemOf?: (arrival: ReplayArrival) => PromptItem,
 ): ArrivalSchedule {
   let k = shard.index;
   return {
@@ -156,7 +161,7 @@ export function replaySchedule(
       const atMs = recorded.offsetMs / speed;
       if (atMs >= durationMs) return null;
       k += shard.count;
-      return recorded.prompt === undefined ? { atMs } : { atMs, prompt: recorded.prompt };
+      return itemOf ? { atMs, item: itemOf(recorded) } : { atMs };
     },
   };
 }

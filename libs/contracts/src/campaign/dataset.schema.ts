@@ -24,6 +24,10 @@ export const ColumnMappingSchema = z
     outputTokens: z.string().min(1).optional(),
     /** A system message per row. */
     system: z.string().min(1).optional(),
+    /** Image URL(s) (http(s) or data: URL) sent as `image_url` parts beside the prompt; JSONL may give an array. */
+    image: z.string().min(1).optional(),
+    /** JSONL only: `{ "data": base64, "format": "wav" | "mp3" }` sent as an `input_audio` part. */
+    audio: z.string().min(1).optional(),
   })
   .strict();
 export type ColumnMapping = z.infer<typeof ColumnMappingSchema>;

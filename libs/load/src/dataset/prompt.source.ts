@@ -208,12 +208,10 @@ export async function loadDataset(
 }
 
 function rowItem(row: MappedRow): { messages: Message[]; maxTokens?: number } {
-  const messages: Message[] = row.system
-    ? [
-        { role: 'system', content: row.system },
-        { role: 'user', content: row.prompt },
-      ]
-    : [{ role: 'user', content: row.prompt }];
+  const user: Message = row.parts
+    ? { role: 'user', content: row.prompt, parts: row.parts }
+    : { role: 'user', content: row.prompt };
+  const messages: Message[] = row.system ? [{ role: 'system', content: row.system }, user] : [user];
   return row.outputTokens === undefined ? { messages } : { messages, maxTokens: row.outputTokens };
 }
 

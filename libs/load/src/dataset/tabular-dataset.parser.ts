@@ -1,11 +1,54 @@
 import type { ColumnMapping } from '@fathom/contracts';
 import { DatasetParseError } from './dataset-parse.error';
+import type { MediaPart } from './prompt-item';
 
 /** One row of a JSONL or CSV dataset, mapped by the campaign's columns. */
 export interface MappedRow {
   prompt: string;
   outputTokens?: number;
   system?: string;
+  parts?: MediaPart[];
+}
+
+/** Longest image reference or audio payload kept per row (a data: URL is the image itself). */
+const MAX_MEDIA_CHARS = 20 * 1024 * 1024;
+
+function mediaParts(
+  get: (name: string) => unknown,
+  columns: ColumnMapping,
+  file: string,
+  line: number,
+): MediaPart[] {
+  const parts: MediaPart[] = [];
+  if (columns.image !== undefined) {
+    const value = get(columns.image);
+    const urls =
+      value === undefined || value === '' || value === null ? [] : Array.isArray(value) ? value : [value];
+    for (const url of urls) {
+      if (typeof url !== 'string' || !/^(https?:|data:image\/)/.test(url) || url.length > MAX_MEDIA_CHARS)
+        throw new DatasetParseError(file, line, `"${columns.image}" must be http(s) or data:image/ URLs`);
+      parts.push({ type: 'image_url', image_url: { url } });
+    }
+  }
+  if (columns.audio !== undefined) {
+    const raw = get(columns.audio);
+    if (raw !== undefined && raw !== null && raw !== '') {
+      const value = raw as { data?: unknown; format?: unknown };
+      if (
+        typeof value !== 'object' ||
+        typeof value.data !== 'string' ||
+        value.data.length > MAX_MEDIA_CHARS ||
+        (value.format !== 'wav' && value.format !== 'mp3')
+      )
+        throw new DatasetParseError(
+          file,
+          line,
+          `"${columns.audio}" must be {"data": base64, "format": "wav"|"mp3"}`,
+        );
+      parts.push({ type: 'input_audio', input_audio: { data: value.data, format: value.format } });
+    }
+  }
+  return parts;
 }
 
 /**
@@ -84,6 +127,8 @@ function mapped(
   const row: MappedRow = { prompt };
   if (columns.outputTokens !== undefined)
     row.outputTokens = outputTokensOf(get(columns.outputTokens), file, line, columns.outputTokens);
+  const parts = mediaParts(get, columns, file, line);
+  if (parts.length) row.parts = parts;
   if (columns.system !== undefined) {
     const system = get(columns.system);
     if (typeof system === 'string' && system !== '') row.system = system;

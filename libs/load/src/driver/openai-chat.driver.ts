@@ -105,7 +105,10 @@ export class OpenAiChatDriver implements RequestDriver {
     if (s.endpoint === 'chat')
       return JSON.stringify({
         ...common,
-        messages: request.item.messages,
+        // Multimodal parts go after the text part, as given (OpenAI content parts).
+        messages: request.item.messages.map((m) =>
+          m.parts ? { role: m.role, content: [{ type: 'text', text: m.content }, ...m.parts] } : m,
+        ),
         ...(s.logprobs ? { logprobs: true, top_logprobs: s.topLogprobs ?? 0 } : {}),
       });
     return JSON.stringify({

@@ -240,7 +240,63 @@ export const AgentsScenarioSchema = z
   .strict();
 export type AgentsScenario = z.infer<typeof AgentsScenarioSchema>;
 
+/** A tool the model may call in an agent loop; Fathom executes it (a mock answer or an HTTP call). */
+export const AgentToolSchema = z
+  .object({
+    name: z.string().regex(/^[\w-]{1,64}$/),
+    description: z.string().max(1000).optional(),
+    /** JSON Schema of the arguments, sent to the model as the function's `parameters`. */
+    parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
+    /** Fathom answers with this value (JSON) after `latencyMs`. */
+    mock: z
+      .object({ answer: z.unknown(), latencyMs: z.number().min(0).max(60000).default(0) })
+      .strict()
+      .optional(),
+    /** Fathom POSTs the call's arguments (JSON) to this URL; the response body is the result. */
+    http: z
+      .object({
+        url: z
+          .string()
+          .url()
+          .regex(/^https?:/),
+        timeoutMs: z.number().int().positive().default(10000),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .refine((t) => (t.mock === undefined) !== (t.http === undefined), {
+    message: 'give exactly one of mock or http',
+  });
+export type AgentTool = z.infer<typeof AgentToolSchema>;
+
+/**
+ * A tool-calling agent loop against any OpenAI-compatible server: each iteration gives the model a
+ * task and the declared tools; Fathom executes the calls the model makes, feeds the results back,
+ * and repeats until the model answers without a tool call or `maxTurns` is reached. The record
+ * says the turns, each turn's TTFT, each tool's latency and the repeated calls (loops).
+ */
+export const AgentLoopScenarioSchema = z
+  .object({
+    type: z.literal('agent-loop'),
+    model: z.string().min(1).optional(),
+    /** The user tasks, cycled through. */
+    tasks: z.array(z.string().min(1)).min(1),
+    system: z.string().optional(),
+    tools: z.array(AgentToolSchema).min(1).max(32),
+    maxTurns: z.number().int().min(1).max(50).default(8),
+    maxTokens: z.number().int().positive().max(32768).default(256),
+    temperature: z.number().min(0).max(2).optional(),
+  })
+  .strict()
+  .refine((s) => new Set(s.tools.map((t) => t.name)).size === s.tools.length, {
+    message: 'duplicate tool name',
+    path: ['tools'],
+  });
+export type AgentLoopScenario = z.infer<typeof AgentLoopScenarioSchema>;
+
 export const ScenarioSchema = z.discriminatedUnion('type', [
+  AgentLoopScenarioSchema,
   RagScenarioSchema,
   AgentsScenarioSchema,
   ChatScenarioSchema,

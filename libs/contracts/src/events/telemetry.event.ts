@@ -67,6 +67,22 @@ export const RequestRecordSchema = z.object({
   serverRequestId: z.string().max(200).optional(),
   /** The W3C trace id sent in `traceparent` (32 hex), to find the request in the target's traces. */
   traceId: z.string().max(64).optional(),
+  /** Agent loop (`agent-loop` scenario): how the task went, turn by turn. */
+  agentLoop: z
+    .object({
+      turns: z.number().int().nonnegative(),
+      /** The model answered without a tool call within maxTurns. */
+      finished: z.boolean(),
+      /** Tool calls repeating an earlier call of the task (same tool, same arguments). */
+      loops: z.number().int().nonnegative(),
+      /** Per turn: from its send to its first content or tool-call payload (ms). */
+      turnTtftMs: z.array(z.number().nonnegative().nullable()).max(50),
+      /** Per executed tool call, in order. */
+      toolCalls: z
+        .array(z.object({ tool: z.string(), latencyMs: z.number().nonnegative(), ok: z.boolean() }))
+        .max(256),
+    })
+    .optional(),
   /** The sweep step and segment the request started in (absent from older generators). */
   phase: z
     .object({ index: z.number().int().nonnegative(), segment: LoadPhaseSchema.shape.segment })

@@ -1,6 +1,7 @@
 import {
   RETRIEVED_DOCUMENT_LIMITS,
   type ErrorClass,
+  type RequestRecord,
   type TokenLogprob,
   type ToolCallObservation,
 } from '@fathom/contracts';
@@ -53,6 +54,8 @@ export interface DriverOutcome {
    * RETRIEVED_DOCUMENT_LIMITS (see `topDocumentTexts`); for the query/document mismatch watch.
    */
   retrievedDocuments?: string[];
+  /** Agent loop: turns, per-turn TTFT, tool latencies, loops (see `RequestRecord.agentLoop`). */
+  agentLoop?: RequestRecord['agentLoop'];
   /** The server's own id for the request (`x-request-id`, or the simulator's `x-sim-request-id`). */
   serverRequestId?: string;
   /** True when the gate refused every path: nothing was sent. */

@@ -7,6 +7,7 @@ import { ToolChainDriver } from '../driver/tool-chain.driver';
 import { RagLayerDriver } from '../driver/rag-layer.driver';
 import { QdrantLayerDriver } from '../driver/qdrant-layer.driver';
 import { AgentsWorkflowDriver } from '../driver/agents-workflow.driver';
+import { AgentLoopDriver } from '../driver/agent-loop.driver';
 import type { RequestDriver } from '../driver/request-outcome';
 import { O200K_BASE, type TextTokenizer } from '../dataset/text.tokenizer';
 
@@ -16,6 +17,12 @@ export async function promptSourceOf(
   shardIndex: number,
   tokenizer: TextTokenizer = O200K_BASE,
 ): Promise<PromptSource> {
+  if (scenario.type === 'agent-loop')
+    return new PromptSource(
+      scenario.tasks.map((t) => promptItemFromText(t, scenario.system, tokenizer)),
+      shardIndex,
+      tokenizer,
+    );
   if (scenario.type === 'http' || scenario.type === 'agents')
     return new PromptSource([{ messages: [], text: '', inputTokensClient: 0 }]);
   if (scenario.type === 'tool-chain')
@@ -57,5 +64,7 @@ export function createDriver(
       return new RagLayerDriver(scenario, spec.target, options, source);
     case 'agents':
       return new AgentsWorkflowDriver(scenario, spec.target, options);
+    case 'agent-loop':
+      return new AgentLoopDriver(scenario, spec.target, options);
   }
 }

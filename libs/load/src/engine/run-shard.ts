@@ -564,6 +564,7 @@ class ShardEngine {
       if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
       if (outcome.toolCalls !== undefined) record.toolCalls = outcome.toolCalls;
       if (outcome.retrievedDocuments !== undefined) record.retrievedDocuments = outcome.retrievedDocuments;
+      if (outcome.agentLoop !== undefined) record.agentLoop = outcome.agentLoop;
       try {
         this.options.sink.record(record);
       } catch {

@@ -18,8 +18,11 @@ export const ChatScenarioSchema = z
     /** Instead of `prompts`: a dataset (synthetic, JSONL, ShareGPT, multi-turn). */
     dataset: DatasetSchema.optional(),
     system: z.string().optional(),
-    /** `chat` = /chat/completions, `completions` = the legacy /completions endpoint. */
-    endpoint: z.enum(['chat', 'completions']).default('chat'),
+    /**
+     * `chat` = /chat/completions, `completions` = the legacy /completions endpoint, `responses` =
+     * the OpenAI Responses API (/responses; messages as `input`, streamed events parsed alike).
+     */
+    endpoint: z.enum(['chat', 'completions', 'responses']).default('chat'),
     stream: z.boolean().default(true),
     maxTokens: z.number().int().positive().max(32768).default(64),
     temperature: z.number().min(0).max(2).optional(),

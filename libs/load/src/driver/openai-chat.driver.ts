@@ -5,6 +5,7 @@ import { countOutputTokens } from './output-token-count.util';
 import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
+import type { MediaPart } from '../dataset/prompt-item';
 import { Http1Client, type Http1Connection, type Http1Exchange } from '../transport/http1.client';
 import { postTransport } from '../transport/post.transport';
 
@@ -20,6 +21,13 @@ export interface DriverOptions {
   contentCapChars: number;
   /** Client-side output token count (the scenario's tokenizer); gpt-tokenizer's o200k_base when absent. */
   countTokens?: (text: string) => number;
+}
+
+/** A chat content part as the Responses API names it. */
+function responsesPart(part: MediaPart): Record<string, unknown> {
+  return part.type === 'image_url'
+    ? { type: 'input_image', image_url: part.image_url.url }
+    : { type: 'input_audio', input_audio: part.input_audio };
 }
 
 /** Error bodies are kept up to this size for the record's errorMessage. */
@@ -60,7 +68,11 @@ export class OpenAiChatDriver implements RequestDriver {
   ) {
     const { origin, path } = targetPath(
       target.baseUrl,
-      scenario.endpoint === 'chat' ? '/chat/completions' : '/completions',
+      scenario.endpoint === 'chat'
+        ? '/chat/completions'
+        : scenario.endpoint === 'responses'
+          ? '/responses'
+          : '/completions',
     );
     this.origin = origin;
     this.path = path;
@@ -102,6 +114,21 @@ export class OpenAiChatDriver implements RequestDriver {
       ...(s.stream ? { stream_options: { include_usage: true } } : {}),
       ...(s.temperature === undefined ? {} : { temperature: s.temperature }),
     };
+    if (s.endpoint === 'responses')
+      return JSON.stringify({
+        model: s.model,
+        input: request.item.messages.map((m) =>
+          m.parts
+            ? {
+                role: m.role,
+                content: [{ type: 'input_text', text: m.content }, ...m.parts.map(responsesPart)],
+              }
+            : m,
+        ),
+        max_output_tokens: maxTokens,
+        stream: s.stream,
+        ...(s.temperature === undefined ? {} : { temperature: s.temperature }),
+      });
     if (s.endpoint === 'chat')
       return JSON.stringify({
         ...common,

@@ -187,6 +187,8 @@ export class ChatStreamAssembler {
       return this.applyResponsesEvent(chunk, chunk['type'], raw);
     }
     const choices = chunk['choices'];
+    if (chunk['object'] === 'response' && choices === undefined)
+      return this.applyResponseDocument(chunk, raw);
     if (choices === undefined || choices === null) return { done: false, contentDelta: '', tokens: 0 };
     if (!Array.isArray(choices)) throw this.fail('unexpected-shape', '`choices` is not an array', raw);
 
@@ -488,6 +490,30 @@ export class ChatStreamAssembler {
     state.tokens += tokens;
     this.tokens += tokens;
     return { done: false, contentDelta: content, tokens };
+  }
+
+  /** A whole (non-streamed) Responses API object: its output texts, then its end, as the events would say. */
+  private applyResponseDocument(response: Json, raw: string): StreamStep {
+    let contentDelta = '';
+    let tokens = 0;
+    const output = Array.isArray(response['output']) ? (response['output'] as unknown[]) : [];
+    for (const item of output) {
+      const content = (item as Json | null)?.['content'];
+      if (!Array.isArray(content)) continue;
+      for (const part of content as (Json | null)[]) {
+        if (part?.['type'] !== 'output_text' || typeof part['text'] !== 'string') continue;
+        const step = this.applyResponsesEvent(
+          { type: 'response.output_text.delta', delta: part['text'] },
+          'response.output_text.delta',
+          raw,
+        );
+        contentDelta += step.contentDelta;
+        tokens += step.tokens;
+      }
+    }
+    const end = response['status'] === 'incomplete' ? 'response.incomplete' : 'response.completed';
+    this.applyResponsesEvent({ type: end, response }, end, raw);
+    return { done: false, contentDelta, tokens };
   }
 
   private applyResponseObject(state: ChoiceState, value: unknown, type: string, raw: string): void {

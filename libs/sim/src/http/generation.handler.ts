@@ -4,7 +4,12 @@ import { tokenIds } from '../text/tokenizer.util';
 import { planOutput, topLogprobs, type OutputPlan, type PlannedToken } from '../text/output.generator';
 import type { SequenceTiming } from '../engine/serving.engine';
 import { ApiError, BodyWriter, sendError, zodToApiError } from './http.util';
-import { chatRequestSchema, completionRequestSchema, type ChatRequest } from './openai.schemas';
+import {
+  chatRequestSchema,
+  completionRequestSchema,
+  responsesRequestSchema,
+  type ChatRequest,
+} from './openai.schemas';
 import { epochNowMs, type SimContext } from './sim.context';
 import type { GroundTruthRecord } from './ground-truth.store';
 
@@ -23,6 +28,8 @@ interface Renderer {
   finishChunk(reason: FinishReason): string;
   usageChunk(usage: Usage): string;
   body(emitted: number, reason: FinishReason, usage: Usage): unknown;
+  /** False: the stream ends without `data: [DONE]` (the Responses API sends none). */
+  readonly doneMarker?: boolean;
 }
 
 function usageJson(u: Usage): string {
@@ -129,6 +136,86 @@ class ChatRenderer implements Renderer {
       system_fingerprint: 'fp_fathom_sim',
       choices: [{ index: 0, message, logprobs, finish_reason: reason }],
       usage: usageObject(usage),
+    };
+  }
+}
+
+/**
+ * The Responses API stream: `response.created`, `response.output_item.added`, a
+ * `response.output_text.delta` per token, `response.output_text.done`, then `response.completed`
+ * (or `response.incomplete` at max_output_tokens) with the usage; each payload names its `type`
+ * (the `event:` line is left out: readers key on the payload's type).
+ */
+class ResponsesRenderer implements Renderer {
+  readonly doneMarker = false;
+  private reason: FinishReason = 'stop';
+  private readonly itemId: string;
+
+  constructor(
+    private readonly id: string,
+    private readonly created: number,
+    private readonly model: string,
+    private readonly plan: OutputPlan,
+  ) {
+    this.itemId = `msg_${id}`;
+  }
+
+  private response(status: string, extra = ''): string {
+    return `{"id":"${this.id}","object":"response","created_at":${this.created},"status":"${status}","model":${JSON.stringify(this.model)},"output":[]${extra}}`;
+  }
+
+  tokenChunk(index: number): string {
+    let out = '';
+    if (index === 0) {
+      out =
+        `{"type":"response.created","sequence_number":0,"response":${this.response('in_progress')}}\n\ndata: ` +
+        `{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"${this.itemId}","type":"message","status":"in_progress","role":"assistant","content":[]}}\n\ndata: `;
+    }
+    return (
+      out +
+      `{"type":"response.output_text.delta","sequence_number":${index + 2},"item_id":"${this.itemId}","output_index":0,"content_index":0,"delta":${JSON.stringify(this.plan.tokens[index].text)}}`
+    );
+  }
+
+  finishChunk(reason: FinishReason): string {
+    this.reason = reason;
+    const text = this.plan.tokens.map((t) => t.text).join('');
+    return `{"type":"response.output_text.done","item_id":"${this.itemId}","output_index":0,"content_index":0,"text":${JSON.stringify(text)}}`;
+  }
+
+  private usageText(u: Usage): string {
+    return `{"input_tokens":${u.promptTokens},"input_tokens_details":{"cached_tokens":${u.cachedTokens}},"output_tokens":${u.completionTokens},"output_tokens_details":{"reasoning_tokens":0},"total_tokens":${u.promptTokens + u.completionTokens}}`;
+  }
+
+  usageChunk(usage: Usage): string {
+    const incomplete = this.reason === 'length';
+    const details = incomplete ? ',"incomplete_details":{"reason":"max_output_tokens"}' : '';
+    const status = incomplete ? 'incomplete' : 'completed';
+    return `{"type":"response.${status}","response":${this.response(status, `${details},"usage":${this.usageText(usage)}`)}}`;
+  }
+
+  body(emitted: number, reason: FinishReason, usage: Usage): unknown {
+    const text = this.plan.tokens
+      .slice(0, emitted)
+      .map((t) => t.text)
+      .join('');
+    return {
+      id: this.id,
+      object: 'response',
+      created_at: this.created,
+      status: reason === 'length' ? 'incomplete' : 'completed',
+      ...(reason === 'length' ? { incomplete_details: { reason: 'max_output_tokens' } } : {}),
+      model: this.model,
+      output: [
+        {
+          id: this.itemId,
+          type: 'message',
+          status: 'completed',
+          role: 'assistant',
+          content: [{ type: 'output_text', text, annotations: [] }],
+        },
+      ],
+      usage: JSON.parse(this.usageText(usage)),
     };
   }
 }
@@ -324,6 +411,43 @@ export async function handleChat(
   });
 }
 
+/** `POST /v1/responses`: the same engine in the Responses API's wire format (usage always sent). */
+export async function handleResponses(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+): Promise<void> {
+  const parsed = responsesRequestSchema.safeParse(body);
+  if (!parsed.success) throw zodToApiError(parsed.error);
+  const request = parsed.data;
+  checkModel(ctx, request.model);
+  const turns =
+    typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
+  const promptText =
+    (request.instructions ? `<|system|>${request.instructions}` : '') +
+    turns
+      .map(
+        (m) =>
+          `<|${m.role}|>${typeof m.content === 'string' ? m.content : m.content.map((p) => p.text ?? '').join('')}`,
+      )
+      .join('');
+  await generate(ctx, req, res, {
+    endpoint: '/v1/responses',
+    model: request.model,
+    stream: request.stream === true,
+    includeUsage: true,
+    promptText,
+    promptIds: tokenIds(promptText),
+    maxTokens: request.max_output_tokens ?? null,
+    ignoreEos: false,
+    requestSeed: request.seed ?? null,
+    tool: null,
+    idPrefix: 'resp_',
+    makeRenderer: (id, created, plan) => new ResponsesRenderer(id, created, request.model, plan),
+  });
+}
+
 export async function handleCompletion(
   ctx: SimContext,
   req: IncomingMessage,
@@ -496,7 +620,7 @@ function generate(
       if (spec.stream) {
         writeEvent(renderer.finishChunk(finishReason));
         if (spec.includeUsage) writeEvent(renderer.usageChunk(usage));
-        writer.write('data: [DONE]\n\n');
+        if (renderer.doneMarker !== false) writer.write('data: [DONE]\n\n');
         writer.end();
       } else {
         const text = JSON.stringify(renderer.body(emitted, finishReason, usage));

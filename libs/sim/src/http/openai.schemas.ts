@@ -31,6 +31,20 @@ const common = {
   ignore_eos: z.boolean().nullish(),
 };
 
+/** OpenAI Responses API request (text in/out; no tools, no stored state). */
+export const responsesRequestSchema = z.looseObject({
+  model: z.string({ error: 'you must provide a model parameter' }),
+  input: z.union([
+    z.string(),
+    z.array(z.looseObject({ role: z.enum(['system', 'developer', 'user', 'assistant']), content: z.union([z.string(), z.array(contentPart)]) })),
+  ]),
+  instructions: z.string().nullish(),
+  max_output_tokens: z.number().int().min(1).nullish(),
+  stream: z.boolean().nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  seed: z.number().int().nullish(),
+});
+
 export const chatRequestSchema = z.looseObject({
   ...common,
   messages: z.array(message).min(1, "'messages' must contain at least one message"),

@@ -20,7 +20,7 @@ import { AgentsService } from '../agents/agents.service';
 import { embedText } from '../text/embedding.util';
 import { tokenize } from '../text/tokenizer.util';
 import { GroundTruthStore } from './ground-truth.store';
-import { handleChat, handleCompletion, injectedServerError } from './generation.handler';
+import { handleChat, handleCompletion, handleResponses, injectedServerError } from './generation.handler';
 import { ApiError, readJson, sendError, sendJson, sendText, zodToApiError } from './http.util';
 import { embeddingRequestSchema } from './openai.schemas';
 import { epochMinusMonotonicMs, type SimContext } from './sim.context';
@@ -132,6 +132,8 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
         return handleChat(ctx, req, res, await readJson(req));
       case 'POST /v1/completions':
         return handleCompletion(ctx, req, res, await readJson(req));
+      case 'POST /v1/responses':
+        return handleResponses(ctx, req, res, await readJson(req));
       case 'POST /v1/embeddings':
         return handleEmbeddings(req, res);
       case 'GET /v1/models':

@@ -44,7 +44,8 @@ function modelIds(text: string): string[] {
  */
 export function withResolvedModel(spec: CampaignSpec, models: readonly string[]): CampaignSpec | string {
   const scenario = spec.scenario;
-  if (!('model' in scenario) && !['chat', 'embeddings', 'tool-chain', 'agent-loop'].includes(scenario.type)) return spec;
+  if (!('model' in scenario) && !['chat', 'embeddings', 'tool-chain', 'agent-loop'].includes(scenario.type))
+    return spec;
   if ((scenario as { model?: string }).model) return spec;
   if (!models.length) {
     return 'scenario.model is not set and the target lists no model at /v1/models: name the model in the campaign';

@@ -1,0 +1,104 @@
+import type { Quantiles, RunSummary, SweepStep } from '@fathom/contracts';
+import { formatRunSummary } from './run-summary.format';
+
+const q = (p99: number): Quantiles => ({
+  count: 10,
+  mean: p99 / 2,
+  p50: p99 / 2,
+  p95: p99 * 0.9,
+  p99,
+  max: p99,
+});
+const latency = (p99: number) => ({
+  e2e: q(p99),
+  correctedE2e: q(p99),
+  ttft: q(p99 / 4),
+  itl: q(20),
+  tpot: q(15),
+});
+
+function step(
+  index: number,
+  kind: SweepStep['kind'],
+  rate: number | null,
+  p99: number,
+  passed: boolean,
+): SweepStep {
+  return {
+    index,
+    kind,
+    targetRatePerSec: rate,
+    concurrency: rate === null ? 8 : null,
+    durationMs: 1000,
+    requests: 10,
+    errors: 0,
+    errorRate: 0,
+    throughput: { requestsPerSec: rate ?? 12, outputTokensPerSec: 100 },
+    latencyMs: latency(p99),
+    goodput: {
+      judged: 10,
+      good: passed ? 10 : 2,
+      semanticallyGood: 2,
+      goodputPerSec: passed ? 9 : 2,
+      semanticGoodputPerSec: 2,
+    },
+    slo: { passed, failures: passed ? [] : [`P99 ${p99} ms > 450 ms`] },
+  };
+}
+
+const summary: RunSummary = {
+  status: 'completed',
+  reason: 'stopped: SLO failed (P99 877.0 ms > 450 ms)',
+  startedAt: 0,
+  endedAt: 8000,
+  requests: 100,
+  errors: 0,
+  errorRate: 0,
+  errorClasses: {},
+  dropped: 0,
+  latencyMs: { ...latency(400), e2e: { ...q(400), percentiles: { p90: 300, 'p99.9': 410 } } },
+  throughput: { requestsPerSec: 12.5, outputTokensPerSec: 200 },
+  tokens: { input: 1000, output: 1600 },
+  tokenizer: 'cl100k_base',
+  semantic: { responses: 0, outputTokens: 0, gapMeanMs: null, tokenCountMismatches: 0, detectorSignals: 0 },
+  gpu: { scrapes: 0, gaps: 0, last: {} },
+  tier: null,
+  tierChanges: [],
+  slo: { passed: false, failures: ['P99 877.0 ms > 450 ms'] },
+  endReason: 'slo-failed',
+  warmup: { requests: 7, errors: 0, latencyMs: latency(900) },
+  sweep: {
+    steps: [
+      step(0, 'synchronous', null, 230, true),
+      step(2, 'rate', 7.9, 260, true),
+      step(1, 'throughput', null, 877, false),
+    ],
+    knee: {
+      sloMaxStep: 2,
+      sloMaxRequestsPerSec: 7.9,
+      goodputPlateauStep: 2,
+      goodputPeakPerSec: 9,
+      text: 'highest load within the SLO: step 2, 7.9 req/s',
+    },
+  },
+};
+
+describe(formatRunSummary.name, () => {
+  it('prints TPOT, the asked percentiles, the warm-up apart, the sweep table with its knee, and why the run ended', () => {
+    const text = formatRunSummary({
+      id: 'r',
+      campaignId: 'c',
+      status: 'completed',
+      reason: summary.reason,
+      summary,
+    });
+    expect(text).toContain('client counts in cl100k_base');
+    expect(text).toMatch(/\n {2}TPOT +7\.5 ms/);
+    expect(text).toMatch(/percentiles +P90 +P99\.9\n {2}end to end +300\.0 ms +410\.0 ms/);
+    expect(text).toContain('warm-up (not judged): 7 requests, 0 errors, e2e P99 900.0 ms');
+    expect(text).toMatch(/2 rate +7\.9\/s +7\.9 +260\.0 ms .* pass/);
+    expect(text).toMatch(/1 throughput +8 users .* FAIL/);
+    expect(text).toContain('knee: highest load within the SLO: step 2, 7.9 req/s');
+    expect(text).toContain('ended early: slo.abortOnFail');
+  });
+});

@@ -10,3 +10,5 @@ export * from './breakers/circuit-breaker';
 export * from './root-cause/root-cause.engine';
 export * from './validity/measurement-validity';
 export * from './report/run-report.document';
+export * from './report/run-series';
+export * from './report/spec-redaction.util';

@@ -513,6 +513,8 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       rootCauses,
       validity,
       stallMs: this.causeOptions.stallMs,
+      spec,
+      tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
     await this.bus.publish(Topics.runReport, {

@@ -1,6 +1,7 @@
 export * from './engine/run-shard';
 export * from './measure/window.snapshot';
 export {
+  binCountsMs,
   decodeHistogram,
   encodeHistogram,
   quantilesFromHistogram,

@@ -28,6 +28,15 @@ export interface LayerCall {
  * about a hundred bytes). Stored per telemetry batch so a report can be rebuilt after a restart.
  */
 export interface RecordDigest {
+  /**
+   * The record's id (joins the semantic-monitor's token-stats signal), its HTTP status, E2E from
+   * the intended send time and input tokens: for the report's per-request rows. Optional: absent
+   * on digests stored before.
+   */
+  readonly requestId?: string;
+  readonly status?: number;
+  readonly correctedE2eMs?: number;
+  readonly inputTokens?: number;
   /** Epoch ms when the request ended (actual start + E2E). */
   readonly at: number;
   readonly startedAt: number;
@@ -226,6 +235,10 @@ export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordD
     }
   }
   return {
+    requestId: record.requestId,
+    status: record.status,
+    correctedE2eMs: record.correctedE2eMs,
+    inputTokens: record.usage?.promptTokens ?? record.inputTokensClient,
     at: record.startedAt + record.e2eMs,
     startedAt: record.startedAt,
     lateMs: Math.max(0, record.startedAt - record.scheduledAt),

@@ -1,4 +1,11 @@
-import type { BreakerChange, MeasurementValidity, RunSummary, SloTierChange } from '@fathom/contracts';
+import type {
+  BreakerChange,
+  CampaignSpec,
+  MeasurementValidity,
+  RunSummary,
+  SloTierChange,
+  TokenStatsSignal,
+} from '@fathom/contracts';
 import { smUtilisationHeatMap, type NormalisedSample } from '@fathom/gpu';
 import { gpuCounterIncrease, gpuMax, type RunTimeline } from '../evidence/run-timeline';
 import {
@@ -15,6 +22,8 @@ import {
   type SchemaDriftFinding,
   type ToolContractRates,
 } from '../evidence/tool-drift';
+import { buildRunSeries, type RunSeries } from './run-series';
+import { redactSpec } from './spec-redaction.util';
 
 /** Version of the report document's shape; bump on any breaking change. */
 export const RUN_REPORT_DOCUMENT_VERSION = 2;
@@ -25,6 +34,10 @@ export interface RunReportDocument {
   readonly campaignId: string;
   readonly summary: RunSummary;
   readonly validity: MeasurementValidity;
+  /** The campaign as it ran, credentials redacted (`redactSpec`); absent from older reports. */
+  readonly campaign?: { readonly name: string; readonly spec: unknown } | null;
+  /** Figures over time, distributions, sampled token rows and records; absent from older reports. */
+  readonly series?: RunSeries;
   /** Every tier's objectives judged over the whole run. */
   readonly objectives: Record<string, ObjectiveResult[]>;
   readonly tiers: {
@@ -94,6 +107,10 @@ export interface RunReportInput {
   readonly rootCauses: readonly TrackedCause[];
   readonly validity: MeasurementValidity;
   readonly stallMs: number;
+  /** The run's campaign spec (redacted into the document); null when it was never stored. */
+  readonly spec?: CampaignSpec | null;
+  /** The semantic-monitor's token-stats signals: goodput per window and the token samples. */
+  readonly tokenStats?: readonly TokenStatsSignal[];
 }
 
 /** The versioned JSON document stored per run (`run_reports`) and served by the API. */
@@ -130,6 +147,14 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
     campaignId: input.campaignId,
     summary: input.summary,
     validity: input.validity,
+    campaign: input.spec ? { name: input.spec.name, spec: redactSpec(input.spec) } : null,
+    series: buildRunSeries({
+      windows: timeline.windows,
+      digests,
+      gpu: timeline.gpu,
+      detectors: timeline.detectors,
+      tokenStats: input.tokenStats ?? [],
+    }),
     objectives,
     tiers: {
       final: input.tierChanges.length ? input.tierChanges[input.tierChanges.length - 1].to : null,

@@ -50,3 +50,39 @@ export function quantilesFromHistogram(histogram: Histogram | string): Quantiles
     max: h.maxValue / 1000,
   };
 }
+
+/** What `binCountsMs` walks: hdr-histogram-js's JsHistogram iterator (every decoded histogram has it). */
+interface RecordedValues {
+  recordedValuesIterator: {
+    reset(): void;
+    hasNext(): boolean;
+    next(): { valueIteratedTo: number; countAtValueIteratedTo: number };
+  };
+}
+
+/**
+ * Exact counts of the recorded values per bin, the bins given by ascending edges in ms:
+ * bin i holds [edges[i], edges[i + 1]); values below the first edge count in bin 0 and values at
+ * or above the last edge in the last bin. Each recorded value is taken at its histogram bucket's
+ * top (0.1 % resolution).
+ */
+export function binCountsMs(histogram: Histogram, edgesMs: readonly number[]): number[] {
+  const bins = Math.max(0, edgesMs.length - 1);
+  const counts = new Array<number>(bins).fill(0);
+  if (bins === 0) return counts;
+  const it = (histogram as unknown as RecordedValues).recordedValuesIterator;
+  it.reset();
+  while (it.hasNext()) {
+    const step = it.next();
+    const ms = step.valueIteratedTo / 1000;
+    let lo = 0;
+    let hi = bins - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (edgesMs[mid] <= ms) lo = mid;
+      else hi = mid - 1;
+    }
+    counts[lo] += step.countAtValueIteratedTo;
+  }
+  return counts;
+}

@@ -12,3 +12,5 @@ export * from './validity/measurement-validity';
 export * from './report/run-report.document';
 export * from './report/run-series';
 export * from './report/spec-redaction.util';
+export * from './report/report-html.render';
+export * from './report/report-assets';

@@ -142,7 +142,8 @@ export interface RunSeriesInput {
 /** Builds the report's time series from the run's stored evidence. Pure. */
 export function buildRunSeries(input: RunSeriesInput): RunSeries {
   const windows = dedupe(input.windows);
-  const baseMs = windows.length ? Math.min(...windows.map((w) => w.windowMs)) : 1000;
+  // The generators' window length (a shard's last window can be cut short: not the bucket size).
+  const baseMs = windows.length ? Math.max(...windows.map((w) => w.windowMs)) : 1000;
   const start = windows.length ? Math.min(...windows.map((w) => w.windowStart)) : 0;
   const end = windows.length ? Math.max(...windows.map((w) => w.windowStart + w.windowMs)) : 0;
   const bucketMs = Math.max(1, Math.ceil((end - start) / baseMs / RUN_SERIES_LIMITS.maxBuckets)) * baseMs;

@@ -19,7 +19,7 @@ describe(compareRuns.name, () => {
     const p99 = sut.rows.find((r) => r.metric === 'e2e.p99')!;
     expect(p99).toMatchObject({ objective: true, beyondNoise: true, verdict: 'worse', regressed: true });
     expect(sut.regressions[0]).toMatch(
-      /^e2e\.p99 3\d\d -> 5\d\d ms \(\+\d+\.\d %\), beyond noise \(\+\/- \d+\.\d+\)$/,
+      /^e2e\.p99 3\d\d ms -> 5\d\d ms \(\+\d+\.\d %\), beyond noise \(\+\/- \d+\.\d+\)$/,
     );
     expect(formatComparison(sut)).toMatch(/e2e\.p99 \*.*REGRESSED/);
   });
@@ -43,6 +43,25 @@ describe(compareRuns.name, () => {
       expect.objectContaining({ objective: 'slo p99Ms', base: true, candidate: false }),
     );
     expect(sut.regressions.some((r) => r.startsWith('slo p99Ms now missed'))).toBe(true);
+  });
+
+  it('flags an error rate that rose from zero, and not one failed request in ten thousand', () => {
+    const base = fixtureReport({ runId: 'a', latencyMs: () => 300 });
+    const failing = fixtureReport({ runId: 'b', latencyMs: () => 300, errorsPerWindow: 1 });
+    expect(compareRuns(base, failing).rows.find((r) => r.metric === 'errorRate')).toMatchObject({
+      regressed: true,
+    });
+    expect(formatComparison(compareRuns(base, failing))).toMatch(/errorRate \*\s+0\.00 %\s+5\.00 %/);
+    const rare = fixtureReport({
+      runId: 'c',
+      latencyMs: () => 300,
+      errorsPerWindow: 1,
+      requestsPerWindow: 2000,
+    });
+    expect(compareRuns(base, rare).rows.find((r) => r.metric === 'errorRate')).toMatchObject({
+      beyondNoise: false,
+      regressed: false,
+    });
   });
 
   it('calls a faster candidate better, not a regression', () => {

@@ -20,7 +20,8 @@ export const COMPARE_NOISE = {
 export const COMPARE_NOISE_RULE =
   `beyond noise: |change| > ${COMPARE_NOISE.NOISE_Z} x sqrt(s_b^2/n_b + s_c^2/n_c), s and n the per-window ` +
   `standard deviation and count over each run's middle windows, and >= ${COMPARE_NOISE.MIN_RELATIVE_CHANGE * 100} % ` +
-  `of the base; with fewer than ${COMPARE_NOISE.MIN_WINDOWS} windows, a change of >= ${COMPARE_NOISE.UNKNOWN_NOISE_RELATIVE * 100} %`;
+  `of the base; with fewer than ${COMPARE_NOISE.MIN_WINDOWS} windows, a change of >= ${COMPARE_NOISE.UNKNOWN_NOISE_RELATIVE * 100} %; ` +
+  `the error rate also moves by >= 0.1 percentage point`;
 
 type Direction = 'lower-is-better' | 'higher-is-better';
 
@@ -71,6 +72,8 @@ interface MetricDef {
   direction: Direction;
   whole: (d: RunReportDocument) => number | null;
   perWindow: (w: SeriesWindow) => number | null;
+  /** A smaller change never counts (a ratio that starts at 0 has no relative change). */
+  minAbsoluteChange?: number;
 }
 
 const LATENCY_METRICS = (['e2e', 'correctedE2e', 'ttft', 'itl'] as const).flatMap((m) =>
@@ -91,6 +94,8 @@ const METRICS: MetricDef[] = [
     direction: 'lower-is-better',
     whole: (d) => d.summary.errorRate,
     perWindow: (w) => (w.requests ? w.errors / w.requests : null),
+    // 0.1 percentage point: below it a change is one request in a thousand.
+    minAbsoluteChange: 0.001,
   },
   {
     metric: 'requestsPerSec',
@@ -197,7 +202,8 @@ export function compareRuns(base: RunReportDocument, candidate: RunReportDocumen
         ? change !== 0
         : Math.abs(relativeChange) >=
           (known ? COMPARE_NOISE.MIN_RELATIVE_CHANGE : COMPARE_NOISE.UNKNOWN_NOISE_RELATIVE);
-    const beyondNoise = large && (noise === null || Math.abs(change) > noise);
+    const beyondNoise =
+      large && Math.abs(change) >= (m.minAbsoluteChange ?? 0) && (noise === null || Math.abs(change) > noise);
     const worse = m.direction === 'lower-is-better' ? change > 0 : change < 0;
     const verdict = !beyondNoise ? 'same' : worse ? 'worse' : 'better';
     return {
@@ -222,7 +228,7 @@ export function compareRuns(base: RunReportDocument, candidate: RunReportDocumen
       .filter((r) => r.regressed)
       .map(
         (r) =>
-          `${r.metric} ${fmt(r.base)} -> ${fmt(r.candidate)} ${r.unit} (${pct(r.relativeChange)}), beyond noise${r.noise === null ? ' (spread unknown)' : ` (+/- ${fmt(r.noise)})`}`,
+          `${r.metric} ${show(r.base, r.unit)} -> ${show(r.candidate, r.unit)} (${pct(r.relativeChange)}), beyond noise${r.noise === null ? ' (spread unknown)' : ` (+/- ${fmt(r.noise, r.unit)})`}`,
       ),
     ...objectives.filter((o) => o.base && !o.candidate).map((o) => `${o.objective} now missed: ${o.text}`),
   ];
@@ -261,10 +267,17 @@ function objectiveFlips(base: RunReportDocument, candidate: RunReportDocument): 
   return flips;
 }
 
-function fmt(v: number | null): string {
+function fmt(v: number | null, unit = ''): string {
   if (v === null) return 'n/a';
+  if (unit === 'ratio') return `${(v * 100).toFixed(2)} %`;
   const abs = Math.abs(v);
   return abs >= 100 ? v.toFixed(0) : abs >= 1 ? v.toFixed(2) : v.toPrecision(3);
+}
+
+/** A figure with its unit (ratios as percentages). */
+function show(v: number | null, unit: string): string {
+  if (v === null) return 'n/a';
+  return unit === 'ratio' ? fmt(v, unit) : `${fmt(v)} ${unit}`;
 }
 
 function pct(v: number | null): string {
@@ -276,10 +289,16 @@ export function formatComparison(c: RunComparison): string {
   const head = ['metric', 'base', 'candidate', 'change', 'beyond noise', ''];
   const body = c.rows.map((r) => [
     `${r.metric}${r.objective ? ' *' : ''}`,
-    r.base === null ? 'n/a' : `${fmt(r.base)} ${r.unit}`,
-    r.candidate === null ? 'n/a' : `${fmt(r.candidate)} ${r.unit}`,
-    r.change === null ? 'n/a' : `${r.change >= 0 ? '+' : ''}${fmt(r.change)} (${pct(r.relativeChange)})`,
-    r.change === null ? '' : r.beyondNoise ? 'yes' : `no${r.noise === null ? '' : ` (+/- ${fmt(r.noise)})`}`,
+    show(r.base, r.unit),
+    show(r.candidate, r.unit),
+    r.change === null
+      ? 'n/a'
+      : `${r.change >= 0 ? '+' : ''}${fmt(r.change, r.unit)} (${pct(r.relativeChange)})`,
+    r.change === null
+      ? ''
+      : r.beyondNoise
+        ? 'yes'
+        : `no${r.noise === null ? '' : ` (+/- ${fmt(r.noise, r.unit)})`}`,
     r.regressed ? 'REGRESSED' : r.verdict === 'same' ? '' : r.verdict,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)));

@@ -145,11 +145,13 @@ export const REPORT_CHART_SCRIPT = String.raw`
     var d = data.distributions[name];
     var el = document.getElementById(id);
     if (!el || !d || !d.counts.length) return;
-    var xs = d.counts.map(function (_, i) { return d.unit === 'ms' ? Math.sqrt(d.edges[i] * d.edges[i + 1]) : (d.edges[i] + d.edges[i + 1]) / 2; });
+    var log = d.unit === 'ms' && d.edges[d.edges.length - 1] / d.edges[0] > 20;
+    var xs = d.counts.map(function (_, i) { return log ? Math.sqrt(d.edges[i] * d.edges[i + 1]) : (d.edges[i] + d.edges[i + 1]) / 2; });
     draw(el, {
       width: width(el),
       height: 220,
-      scales: { x: { time: false, distr: d.unit === 'ms' ? 3 : 1, range: [d.edges[0], d.edges[d.edges.length - 1]] } },
+      // A log axis only where the values span more than a decade or so: else it shows one tick.
+      scales: { x: { time: false, distr: log ? 3 : 1, range: [d.edges[0], d.edges[d.edges.length - 1]] } },
       axes: [{ label: d.unit }, { label: 'count', size: 60 }],
       legend: { live: false },
       series: [{ label: d.unit }, { label: 'count', stroke: '#1565c0', fill: '#1565c066', points: { show: false }, paths: uPlot.paths.bars({ size: [0.9, 60], align: 0 }) }],

@@ -47,7 +47,7 @@ export function renderReportHtml(doc: RunReportDocument, assets: ReportAssets): 
     series ? throughputSection(doc, series) : missingSeries('throughput', 'Throughput, errors and goodput'),
     series ? distributionsSection(series) : missingSeries('distributions', 'Distributions'),
     series ? tokenSection(series) : missingSeries('tokens', 'Token confidence'),
-    series ? gpuSection(doc, series) : missingSeries('gpu', 'GPU and server'),
+    series ? gpuSection(doc, series, start, end) : missingSeries('gpu', 'GPU and server'),
     rootCauseSection(doc),
     semanticSection(doc, series),
     specSection(doc),
@@ -223,8 +223,16 @@ function distributionsSection(series: RunSeries): string {
 </section>`;
 }
 
-function gpuSection(doc: RunReportDocument, series: RunSeries): string {
-  const has = (...metrics: string[]) => series.gpu.some((g) => metrics.includes(g.metric));
+/** Scrapes before the run's start or after its end describe no load of this run. */
+function gpuInRun(series: RunSeries, start: number, end: number): RunSeries['gpu'] {
+  return series.gpu
+    .map((g) => ({ metric: g.metric, points: g.points.filter((p) => p[0] >= start && p[0] <= end) }))
+    .filter((g) => g.points.length > 0);
+}
+
+function gpuSection(doc: RunReportDocument, series: RunSeries, start: number, end: number): string {
+  const inRun = gpuInRun(series, start, end);
+  const has = (...metrics: string[]) => inRun.some((g) => metrics.includes(g.metric));
   const charts = [
     has('sm_active_ratio', 'dram_active_ratio', 'gpu_util_pct', 'kv_cache_usage_ratio')
       ? chart('chart-gpu-activity', 'SM and DRAM activity, GPU busy and KV-cache use (0..1)')
@@ -239,7 +247,30 @@ function gpuSection(doc: RunReportDocument, series: RunSeries): string {
   return `<section id="gpu"><h2>GPU and server</h2>
 <p class="muted">${doc.summary.gpu.scrapes} scrapes, ${doc.summary.gpu.gaps} gaps; KV-cache peak ${fmtNumber(g.kvUsagePeak)}, DRAM active peak ${fmtNumber(g.dramActivePeak)}, preemptions ${fmtNumber(g.preemptions)}, prefix-cache hit-rate variance ${fmtNumber(g.kvHitRateVariance)}${g.kvHitRateVarianceHealthy === false ? ' (unhealthy)' : ''}. Same time axis as the latency charts.</p>
 ${charts.length ? `<div class="grid2">${charts.join('')}</div>` : '<p class="muted">No GPU or server metrics were scraped (the campaign named no metricsUrls, or every scrape failed).</p>'}
+${smHeatMap(doc)}
 </section>`;
+}
+
+/** The SM-utilisation heat map (GPU x time bucket), white idle to dark blue saturated, grey a gap. */
+function smHeatMap(doc: RunReportDocument): string {
+  const map = doc.gpu.smHeatMap;
+  if (!map.rows.length || !map.bucketStartsMs.length) return '';
+  const start = doc.summary.startedAt ?? map.bucketStartsMs[0];
+  const rows = map.rows
+    .map(
+      (row, r) =>
+        `<div class="heat-row"><span class="heat-label">${esc(row)}</span>${map.cells[r]
+          .map((v, c) => {
+            const at = fmtSeconds((map.bucketStartsMs[c] - start) / 1000);
+            if (v === null) return `<i class="gap" title="${esc(at)}: no reading"></i>`;
+            const x = Math.max(0, Math.min(1, v));
+            const colour = `rgb(${Math.round(255 - 230 * x)},${Math.round(255 - 180 * x)},${Math.round(255 - 100 * x)})`;
+            return `<i style="background:${colour}" title="${esc(`${at}: ${(x * 100).toFixed(0)} %`)}"></i>`;
+          })
+          .join('')}</div>`,
+    )
+    .join('');
+  return `<h3>SM utilisation per GPU</h3><p class="muted">One cell per ${esc(fmtSeconds(map.bucketMs / 1000))}; white idle, dark blue saturated, grey no reading.</p><div class="heat">${rows}</div>`;
 }
 
 // ------------------------------------------------------------------------------- token heat map
@@ -370,7 +401,20 @@ ${tools}
 function specSection(doc: RunReportDocument): string {
   if (!doc.campaign)
     return `<section id="spec"><h2>Campaign</h2><p class="muted">The campaign spec was not stored with this run.</p></section>`;
-  return `<section id="spec"><h2>Campaign</h2><p class="muted">As it ran; credentials and header values are redacted.</p><pre>${esc(JSON.stringify(doc.campaign.spec, null, 2))}</pre></section>`;
+  return `<section id="spec"><h2>Campaign</h2><p class="muted">As it ran; credentials and header values are redacted.</p><pre>${esc(JSON.stringify(inSpecOrder(doc.campaign.spec), null, 2))}</pre></section>`;
+}
+
+/** The spec's top-level fields in the order a campaign file writes them (jsonb storage sorts keys). */
+const SPEC_ORDER = ['name', 'target', 'scenario', 'load', 'slo', 'semantic', 'reruns'];
+
+function inSpecOrder(spec: unknown): unknown {
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) return spec;
+  const fields = spec as Record<string, unknown>;
+  const keys = [
+    ...SPEC_ORDER.filter((k) => k in fields),
+    ...Object.keys(fields).filter((k) => !SPEC_ORDER.includes(k)),
+  ];
+  return Object.fromEntries(keys.map((k) => [k, fields[k]]));
 }
 
 // ------------------------------------------------------------------------------------------- data
@@ -389,7 +433,8 @@ function chartDataOf(
   for (const name of Object.keys(doc.summary.errorClasses))
     errorClasses[name] = w.map((x) => (x.errorClasses[name] ?? 0) / x.seconds);
   const gpu: ChartData['gpu'] = {};
-  for (const g of series.gpu) gpu[g.metric] = [g.points.map((p) => rel(p[0])), g.points.map((p) => p[1])];
+  for (const g of gpuInRun(series, start, end))
+    gpu[g.metric] = [g.points.map((p) => rel(p[0])), g.points.map((p) => p[1])];
   const distributions: ChartData['distributions'] = {};
   for (const [name, d] of Object.entries(series.distributions))
     distributions[name] = { unit: d.unit, edges: d.edges, counts: d.counts };
@@ -510,6 +555,8 @@ table.figures th{width:12%}
 .finding.none h3{color:#777}
 li.sev-critical{color:#b71c1c}li.sev-warning{color:#8d6e00}
 .figs{color:#555;font-size:12px}
+.heat-row{display:flex;align-items:center;gap:1px;margin:1px 0}.heat-label{width:180px;font-size:12px;overflow:hidden;white-space:nowrap}
+.heat{border:1px solid #ccc;display:inline-block;width:100%}.heat-row i{flex:1;height:16px;min-width:2px;border-left:1px solid #eee}.heat-row i.gap{background:#ddd}
 ol.causes{padding-left:18px}li.cause{margin-bottom:12px}
 pre{background:#f5f5f5;padding:10px;overflow:auto;font-size:12px;max-height:480px}
 `;

@@ -5,6 +5,7 @@ export {
   decodeHistogram,
   encodeHistogram,
   quantilesFromHistogram,
+  tailQuantilesMs,
   type Quantiles,
 } from './measure/latency-histogram.util';
 export * from './measure/window.recorder';

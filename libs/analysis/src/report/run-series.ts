@@ -1,5 +1,11 @@
 import type { DetectorSignal, TelemetryWindow, TokenSample, TokenStatsSignal } from '@fathom/contracts';
-import { binCountsMs, mergeWindows } from '@fathom/load';
+import {
+  binCountsMs,
+  decodeHistogram,
+  mergeWindows,
+  quantilesFromHistogram,
+  tailQuantilesMs,
+} from '@fathom/load';
 import { gpuSeries, type GpuPoint } from '../evidence/run-timeline';
 import type { RecordDigest } from '../evidence/record-digest';
 
@@ -155,38 +161,56 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
     else byBucket.set(index, [w]);
   }
   const judgedByBucket = judgedPerBucket(input.digests, input.tokenStats, start, bucketMs);
+  // Each window's histograms are decoded once into its bucket, and the buckets added up for the
+  // whole run (mergeWindows per bucket and again for the whole decoded each twice and encoded).
+  const whole = emptyHistograms();
   const series: SeriesWindow[] = [];
   for (const index of [...byBucket.keys()].sort((a, b) => a - b)) {
-    const merged = mergeWindows(byBucket.get(index)!);
+    const bucket: Partial<Record<HistogramName, Histogram>> = {};
+    let requests = 0;
+    let errors = 0;
+    let dropped = 0;
+    let late = 0;
+    let inputTokens = 0;
+    let outputTokens = 0;
+    const errorClasses: Record<string, number> = {};
+    for (const w of byBucket.get(index)!) {
+      requests += w.requests;
+      errors += w.errors;
+      dropped += w.dropped;
+      late += w.late;
+      inputTokens += w.inputTokens;
+      outputTokens += w.outputTokens;
+      for (const [k, n] of Object.entries(w.errorClasses)) errorClasses[k] = (errorClasses[k] ?? 0) + n;
+      for (const name of HISTOGRAMS) {
+        const decoded = decodeHistogram(w.histogramsUs[name]);
+        if (bucket[name]) bucket[name].add(decoded);
+        else bucket[name] = decoded;
+      }
+    }
+    for (const name of HISTOGRAMS) whole[name].add(bucket[name]!);
     const seconds = bucketMs / 1000;
-    const rps = merged.requests / seconds;
+    const rps = requests / seconds;
     const judged = judgedByBucket.get(index) ?? { judged: 0, good: 0, semanticallyGood: 0 };
-    const q = merged.quantiles;
-    const lat = (n: keyof typeof q): SeriesLatency => ({
-      p50: q[n].p50,
-      p95: q[n].p95,
-      p99: q[n].p99,
-      max: q[n].max,
-    });
+    const lat = (name: HistogramName): SeriesLatency => tailQuantilesMs(bucket[name]!);
     series.push({
       at: start + (index + 1) * bucketMs,
       seconds,
-      requests: merged.requests,
-      errors: merged.errors,
-      errorClasses: merged.errorClasses,
-      dropped: merged.dropped,
-      late: merged.late,
-      inputTokens: merged.inputTokens,
-      outputTokens: merged.outputTokens,
+      requests,
+      errors,
+      errorClasses,
+      dropped,
+      late,
+      inputTokens,
+      outputTokens,
       requestsPerSec: rps,
-      outputTokensPerSec: merged.outputTokens / seconds,
+      outputTokensPerSec: outputTokens / seconds,
       latencyMs: { e2e: lat('e2e'), correctedE2e: lat('correctedE2e'), ttft: lat('ttft'), itl: lat('itl') },
       ...judged,
       goodputPerSec: judged.judged ? (rps * judged.good) / judged.judged : null,
       semanticGoodputPerSec: judged.judged ? (rps * judged.semanticallyGood) / judged.judged : null,
     });
   }
-  const whole = mergeWindows(windows);
   const at = new Map(input.digests.flatMap((d) => (d.requestId ? [[d.requestId, d.at] as const] : [])));
   return {
     bucketMs,
@@ -196,9 +220,9 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
       points: gpuSeries(input.gpu, metric).map((p) => [p.at, p.value] as [number, number]),
     })).filter((s) => s.points.length > 0),
     distributions: {
-      e2e: latencyDistribution(whole.histograms.e2e, whole.quantiles.e2e),
-      ttft: latencyDistribution(whole.histograms.ttft, whole.quantiles.ttft),
-      itl: latencyDistribution(whole.histograms.itl, whole.quantiles.itl),
+      e2e: latencyDistribution(whole.e2e),
+      ttft: latencyDistribution(whole.ttft),
+      itl: latencyDistribution(whole.itl),
       outputTokens: tokenDistribution(input.digests.map((d) => d.outputTokens)),
     },
     tokenSamples: input.tokenStats
@@ -247,12 +271,24 @@ function judgedPerBucket(
   return out;
 }
 
+type Histogram = ReturnType<typeof decodeHistogram>;
+type HistogramName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl';
+const HISTOGRAMS: readonly HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl'];
+const EMPTY_HISTOGRAM_US = mergeWindows([]).histogramsUs.e2e;
+
+function emptyHistograms(): Record<HistogramName, Histogram> {
+  return {
+    e2e: decodeHistogram(EMPTY_HISTOGRAM_US),
+    correctedE2e: decodeHistogram(EMPTY_HISTOGRAM_US),
+    ttft: decodeHistogram(EMPTY_HISTOGRAM_US),
+    itl: decodeHistogram(EMPTY_HISTOGRAM_US),
+  };
+}
+
 /** Log-spaced bins from the smallest to the largest value (exact counts from the HDR histogram). */
-function latencyDistribution(
-  histogram: Parameters<typeof binCountsMs>[0] | undefined,
-  q: { count: number; max: number | null },
-): Distribution {
-  if (!histogram || q.count === 0 || q.max === null) return { unit: 'ms', edges: [], counts: [], total: 0 };
+function latencyDistribution(histogram: Histogram): Distribution {
+  const q = quantilesFromHistogram(histogram);
+  if (q.count === 0 || q.max === null) return { unit: 'ms', edges: [], counts: [], total: 0 };
   const min = Math.max(0.001, histogram.minNonZeroValue / 1000);
   const edges = logEdges(min, q.max * 1.001, RUN_SERIES_LIMITS.distributionBins);
   return { unit: 'ms', edges, counts: binCountsMs(histogram, edges), total: q.count };

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { request } from 'undici';
-import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/services';
+import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/runtime';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import type { RunReportDocument } from '@fathom/analysis';
 

@@ -106,7 +106,7 @@ async function fromDataDir(runId: string, dataDir: string): Promise<RunReportDoc
     if (!stored) throw new CliExit(2, `run ${runId}: no report in ${dataDir}`);
     return documentOf(stored.document, `run ${runId} in ${dataDir}`);
   } catch (error) {
-    // A run id that is not a UUID fails the query's cast: the same "no such run" for the user.
+    // A database that cannot be read (another version's schema, a damaged file) names itself.
     if (error instanceof CliExit) throw error;
     throw new CliExit(2, `run ${runId}: no report in ${dataDir} (${(error as Error).message})`);
   } finally {

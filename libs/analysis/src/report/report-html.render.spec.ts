@@ -42,6 +42,16 @@ describe(renderReportHtml.name, () => {
     expect(sut).toContain("default-src 'none'");
   });
 
+  it('shows TPOT when the summary carries it', () => {
+    expect(sut).not.toContain('TPOT');
+    const latencyMs = {
+      ...doc.summary.latencyMs,
+      tpot: { count: 1, mean: 4, p50: 4, p95: 5, p99: 6, max: 6 },
+    };
+    const withTpot = renderReportHtml({ ...doc, summary: { ...doc.summary, latencyMs } }, ASSETS);
+    expect(withTpot).toContain('<th>TPOT P50 / P99</th><td>4.0 ms / 6.0 ms</td>');
+  });
+
   it('says so when a report predates the time series', () => {
     const old = renderReportHtml({ ...doc, series: undefined, campaign: undefined }, ASSETS);
     expect(old).toContain('made before reports carried their time series');

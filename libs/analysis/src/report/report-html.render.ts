@@ -113,6 +113,8 @@ function verdictSection(doc: RunReportDocument, bands: TierBand[], start: number
   const valid = doc.validity.valid;
   const q = s.latencyMs;
   const g = s.semantic.goodput;
+  // Time per output token, in summaries that carry it (absent from older ones).
+  const tpot = (q as Record<string, { p50: number | null; p99: number | null } | undefined>).tpot;
   const span = Math.max(1, end - start);
   const strip = bands.length
     ? `<div class="tier-strip" role="img" aria-label="tier timeline">${bands
@@ -174,6 +176,7 @@ ${reasons}
 <tr><th>throughput</th><td>${fmtNumber(s.throughput.requestsPerSec)} req/s</td><th>output tokens</th><td>${fmtNumber(s.throughput.outputTokensPerSec)} tok/s</td><th>goodput</th><td>${g ? `${fmtNumber(g.goodputPerSec)} req/s (semantic ${fmtNumber(g.semanticGoodputPerSec)})` : 'n/a'}</td></tr>
 <tr><th>E2E P50 / P99</th><td>${fmtMs(q.e2e.p50)} / ${fmtMs(q.e2e.p99)}</td><th>corrected E2E P99</th><td>${fmtMs(q.correctedE2e.p99)}</td><th>TTFT P50 / P99</th><td>${fmtMs(q.ttft.p50)} / ${fmtMs(q.ttft.p99)}</td></tr>
 <tr><th>ITL P50 / P99</th><td>${fmtMs(q.itl.p50)} / ${fmtMs(q.itl.p99)}</td><th>breaker trips</th><td>${doc.breakers.trips}</td><th>root causes</th><td>${doc.rootCauses.length}</td></tr>
+${tpot ? `<tr><th>TPOT P50 / P99</th><td>${fmtMs(tpot.p50)} / ${fmtMs(tpot.p99)}</td><td colspan="4"></td></tr>` : ''}
 </tbody></table>
 <h3>Tier timeline</h3>
 ${strip}

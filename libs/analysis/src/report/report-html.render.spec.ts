@@ -42,6 +42,10 @@ describe(renderReportHtml.name, () => {
     expect(sut).toContain("default-src 'none'");
   });
 
+  it('keeps four digits of a threshold below 1', () => {
+    expect(sut).toMatch(/<td>availability<\/td><td>1<\/td><td>0\.9995<\/td>/);
+  });
+
   it('shows TPOT when the summary carries it', () => {
     expect(sut).not.toContain('TPOT');
     const latencyMs = {

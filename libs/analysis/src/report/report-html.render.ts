@@ -509,7 +509,8 @@ function fmtNumber(v: number | null): string {
   if (v === null || !Number.isFinite(v)) return 'n/a';
   if (Number.isInteger(v)) return String(v);
   const abs = Math.abs(v);
-  return abs >= 100 ? v.toFixed(0) : abs >= 1 ? v.toFixed(2) : v.toPrecision(3);
+  // Four significant digits below 1: an availability of 0.9995 must not read 1.00.
+  return abs >= 100 ? v.toFixed(0) : abs >= 1 ? v.toFixed(2) : String(Number(v.toPrecision(4)));
 }
 
 function fmtMs(v: number | null): string {

@@ -43,6 +43,8 @@ const SERIAL = [
   'test/integration/semantic-monitor/baseline-drift.int-spec.ts',
   // Same: its 2 s runs need the USE lite worker loaded and embedding to reach 12 pairs each.
   'test/integration/semantic-monitor/rag-mismatch.int-spec.ts',
+  // Compares the latency of two runs against the simulated target (fathom compare's exit code).
+  'apps/cli/src/commands/report.command.int-spec.ts',
 ].map((path) => `<rootDir>/${path}`);
 
 const common = {

@@ -514,6 +514,8 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       validity,
       stallMs: this.causeOptions.stallMs,
       gpu: of<GpuTelemetry>('gpu'),
+      spec,
+      tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
     await this.bus.publish(Topics.runReport, {

@@ -1,10 +1,12 @@
 export * from './engine/run-shard';
 export * from './measure/window.snapshot';
 export {
+  binCountsMs,
   decodeHistogram,
   encodeHistogram,
   percentileKey,
   quantilesFromHistogram,
+  tailQuantilesMs,
   type Quantiles,
 } from './measure/latency-histogram.util';
 export * from './measure/window.recorder';

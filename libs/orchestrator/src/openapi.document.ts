@@ -95,6 +95,17 @@ export const ORCHESTRATOR_PATHS: OpenApiPaths = {
       responses: { '200': reply('the report'), '404': reply('no report yet', 'Error') },
     },
   },
+  '/v1/runs/{id}/report.html': {
+    get: {
+      summary:
+        "The run's latest report as one self-contained HTML page (charts and data inlined, no network)",
+      parameters: [idParam('id')],
+      responses: {
+        '200': { description: 'the page', content: { 'text/html': { schema: { type: 'string' } } } },
+        '404': reply('no report yet', 'Error'),
+      },
+    },
+  },
   '/v1/runs/{id}/abort': {
     post: {
       summary: 'Abort a run: its load stops within one second (requests in flight are cancelled)',

@@ -1,5 +1,16 @@
-import { Controller, Get, HttpCode, NotFoundException, Param, Post, Query, UseGuards } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Header,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  UseGuards,
+} from '@nestjs/common';
 import { RunReportRepository, RunRepository } from '@fathom/storage';
+import { loadReportAssets, renderReportHtml, type RunReportDocument } from '@fathom/analysis';
 import type { RunStatus } from '@fathom/contracts';
 import { CampaignService } from './campaign.service';
 import { ApiTokenGuard } from './api-token.guard';
@@ -30,6 +41,15 @@ export class RunController {
     const report = await this.reports.latest(id);
     if (!report) throw new NotFoundException(`no report for run ${id} yet`);
     return report;
+  }
+
+  /** The latest report as one self-contained HTML page (charts and data inlined). */
+  @Get(':id/report.html')
+  @Header('content-type', 'text/html; charset=utf-8')
+  async reportHtml(@Param('id') id: string): Promise<string> {
+    const report = await this.reports.latest(id);
+    if (!report) throw new NotFoundException(`no report for run ${id} yet`);
+    return renderReportHtml(report.document as unknown as RunReportDocument, loadReportAssets());
   }
 
   @Post(':id/abort')

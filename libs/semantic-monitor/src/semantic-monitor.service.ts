@@ -20,6 +20,7 @@ import {
   type RunReport,
   type RunShardCommand,
   type SemanticSignal,
+  type TokenSample,
   type TokenStatsSignal,
   Detectors,
   requestTelemetryEnvelopeTopic,
@@ -35,6 +36,7 @@ import {
   GoodputLedger,
   ResponseAssessor,
   SampledEmbeddingDrift,
+  TokenSampleBudget,
   WorkerEmbedder,
   embeddingModelFromChoice,
   type RequestLatencySlo,
@@ -63,6 +65,8 @@ interface RunState {
   shardCount: number | null;
   readonly endedShards: Map<number, number>;
   readonly assessor: ResponseAssessor;
+  /** Which responses keep their per-token rows for the report's heat map. */
+  readonly tokenSamples: TokenSampleBudget;
   readonly ledger: GoodputLedger;
   readonly drift: SampledEmbeddingDrift;
   /** Against a baseline run (campaign spec `semantic.baseline`); null when not asked for. */
@@ -154,6 +158,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         shardCount: null,
         endedShards: new Map(),
         assessor: new ResponseAssessor(),
+        tokenSamples: new TokenSampleBudget(),
         ledger: new GoodputLedger(),
         drift: new SampledEmbeddingDrift(),
         baseline: null,
@@ -225,7 +230,8 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       const id = `${batch.id}/${record.requestId}`;
       try {
         const assessment = run.assessor.assess(record, run.slo);
-        signals.push(this.tokenStatsSignal(batch, id, record, assessment));
+        const sample = run.tokenSamples.take(assessment.rows, assessment.riskSegments);
+        signals.push(this.tokenStatsSignal(batch, id, record, assessment, sample));
         signals.push(...this.detectorSignals(batch, id, record, assessment));
         signals.push(...this.toolContracts.observe(batch, record));
         run.ledger.add({
@@ -299,6 +305,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     id: string,
     record: RequestRecord,
     a: ResponseAssessment,
+    sample: TokenSample | null,
   ): TokenStatsSignal {
     return {
       // Derived ids keep a redelivered batch idempotent downstream.
@@ -314,6 +321,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       riskSegments: a.riskSegments.length,
       latencySloMet: a.latencySloMet,
       checks: a.checks,
+      ...(sample ? { tokenSample: sample } : {}),
     };
   }
 

@@ -1,4 +1,4 @@
-import { Detectors } from '@fathom/contracts';
+import { Detectors, TOKEN_SAMPLE_LIMITS } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import {
   Topics,
@@ -86,6 +86,15 @@ describe('semantic-monitor in a run', () => {
         meanEntropyBits: expect.any(Number),
       }),
     );
+    // The heat map's sample: the first risky responses keep their token rows, with their spans.
+    const sampled = stats.filter((s) => s.tokenSample);
+    const risky = (list: TokenStatsSignal[]) => list.filter((s) => (s.riskSegments ?? 0) > 0).length;
+    expect(risky(sampled)).toBe(Math.min(risky(stats), TOKEN_SAMPLE_LIMITS.riskyPerRun));
+    expect(sampled.length - risky(sampled)).toBeLessThanOrEqual(TOKEN_SAMPLE_LIMITS.plainPerRun);
+    for (const s of sampled) {
+      expect(s.tokenSample!.rows.length).toBe(Math.min(s.outputTokens, TOKEN_SAMPLE_LIMITS.maxTokens));
+      expect(s.tokenSample!.spans.length).toBe(s.riskSegments);
+    }
     const goodput = detectors.find((d) => d.detector === Detectors.semanticGoodput);
     expect(goodput?.figures).toMatchObject({ complete: 1, goodput: 1, requests: stats.length });
     expect(goodput!.figures.semanticGoodput).toBeLessThan(0.2);

@@ -4,6 +4,8 @@ import { registerRunCommand } from './run.command';
 import { registerProbeCommand } from './probe.command';
 import { registerSimCommand } from './sim.command';
 import { registerGpuCommand } from './gpu.command';
+import { registerReportCommand } from './report.command';
+import { registerCompareCommand } from './compare.command';
 
 /**
  * Every subcommand registers itself here, one file each (`<name>.command.ts` exporting
@@ -15,4 +17,6 @@ export function registerCommands(program: Command): void {
   registerRunCommand(program);
   registerProbeCommand(program);
   registerGpuCommand(program);
+  registerReportCommand(program);
+  registerCompareCommand(program);
 }

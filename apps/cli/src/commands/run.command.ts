@@ -1,10 +1,14 @@
 import type { Command } from 'commander';
 import { request } from 'undici';
+import type { RunReportDocument } from '@fathom/analysis';
+import { RunReportRepository } from '@fathom/storage';
 import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
 import { CliExit } from '../cli-exit';
 import { formatRunSummary, type PrintableRun } from '../format/run-summary.format';
 import { readCampaignFile } from './campaign-file';
+import { OUT_HELP, collectOut, parseOutputs, writeOutputs, type OutputSpec } from './report-outputs';
+import { loadReport } from './report-source';
 
 interface RunOptions {
   api?: string;
@@ -13,6 +17,7 @@ interface RunOptions {
   dataDir?: string;
   timeoutMs: string;
   verbose?: boolean;
+  out?: string[];
 }
 
 /**
@@ -30,13 +35,42 @@ export function registerRunCommand(program: Command): void {
     .option('--data-dir <dir>', 'keep the embedded database here (default: in memory)')
     .option('--timeout-ms <ms>', 'give up waiting after this long beyond the campaign duration', '120000')
     .option('--verbose', "show the services' logs")
+    .option('--out <format=path>', OUT_HELP, collectOut)
     .action(async (file: string, options: RunOptions) => {
+      const outputs = parseOutputs(options.out ?? []);
       const input = await readCampaignFile(file);
-      const run = options.api ? await runRemote(input, options) : await runEmbedded(input, options);
+      const report = new ReportWriter(outputs);
+      const run = options.api
+        ? await runRemote(input, options, report)
+        : await runEmbedded(input, options, report);
       const name = (input as { name?: string }).name;
       process.stdout.write(`${options.json ? JSON.stringify(run, null, 2) : formatRunSummary(run, name)}\n`);
+      for (const path of report.written) process.stderr.write(`wrote ${path}\n`);
+      if (report.missing) process.stderr.write(`fathom: ${report.missing}\n`);
       process.exitCode = exitCodeOf(run);
     });
+}
+
+/**
+ * Writes the `--out` files of a finished run from its report document, fetched where the run
+ * happened (the embedded database before it closes, or the API). A run without a report (it
+ * failed before the analyzer reported) writes nothing and says so; the exit code is the run's.
+ */
+class ReportWriter {
+  written: string[] = [];
+  missing: string | null = null;
+
+  constructor(private readonly outputs: readonly OutputSpec[]) {}
+
+  async write(runId: string, fetch: () => Promise<RunReportDocument | null>): Promise<void> {
+    if (this.outputs.length === 0) return;
+    const doc = await fetch().catch(() => null);
+    if (!doc) {
+      this.missing = `run ${runId} has no report: --out wrote nothing`;
+      return;
+    }
+    this.written = await writeOutputs(this.outputs, doc);
+  }
 }
 
 export function exitCodeOf(run: PrintableRun): number {
@@ -53,7 +87,7 @@ function invalid(issues: Array<{ field: string; message: string }>): CliExit {
   return new CliExit(2, `invalid campaign:\n${issues.map((i) => `  ${i.field}: ${i.message}`).join('\n')}`);
 }
 
-async function runEmbedded(input: unknown, options: RunOptions): Promise<PrintableRun> {
+async function runEmbedded(input: unknown, options: RunOptions, report: ReportWriter): Promise<PrintableRun> {
   // Refuse a bad file before paying for the embedded database's start.
   try {
     parseCampaign(input);
@@ -68,13 +102,20 @@ async function runEmbedded(input: unknown, options: RunOptions): Promise<Printab
     const { runId } = await fathom.campaigns.submit(input, 'cli').catch((error: unknown) => {
       throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
     });
-    return await waitForRun(fathom.runs, runId, { timeoutMs: durationOf(input) + Number(options.timeoutMs) });
+    const run = await waitForRun(fathom.runs, runId, {
+      timeoutMs: durationOf(input) + Number(options.timeoutMs),
+    });
+    await report.write(runId, async () => {
+      const stored = await new RunReportRepository(fathom.database).latest(runId);
+      return (stored?.document as unknown as RunReportDocument | undefined) ?? null;
+    });
+    return run;
   } finally {
     await fathom.close();
   }
 }
 
-async function runRemote(input: unknown, options: RunOptions): Promise<PrintableRun> {
+async function runRemote(input: unknown, options: RunOptions, report: ReportWriter): Promise<PrintableRun> {
   const base = options.api!.replace(/\/+$/, '');
   const token = options.token ?? process.env.FATHOM_API_TOKEN;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -106,5 +147,9 @@ async function runRemote(input: unknown, options: RunOptions): Promise<Printable
       return (await res.body.json()) as PrintableRun;
     },
   };
-  return waitForRun(runs, body.runId, { timeoutMs: durationOf(input) + Number(options.timeoutMs) });
+  const run = await waitForRun(runs, body.runId, {
+    timeoutMs: durationOf(input) + Number(options.timeoutMs),
+  });
+  await report.write(body.runId, () => loadReport(body.runId!, { api: base, token }));
+  return run;
 }

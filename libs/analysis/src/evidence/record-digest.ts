@@ -28,8 +28,16 @@ export interface LayerCall {
  * about a hundred bytes). Stored per telemetry batch so a report can be rebuilt after a restart.
  */
 export interface RecordDigest {
-  /** The request's ids, to join it with the target's logs and traces (absent from older digests). */
+  /**
+   * The record's id (joins the semantic-monitor's token-stats signal), its HTTP status, E2E from
+   * the intended send time and input tokens: for the report's per-request rows. Optional: absent
+   * on digests stored before.
+   */
   readonly requestId?: string;
+  readonly status?: number;
+  readonly correctedE2eMs?: number;
+  readonly inputTokens?: number;
+  /** The target's `x-request-id` and the trace id sent, to join the target's logs and traces. */
   readonly serverRequestId?: string;
   readonly traceId?: string;
   /** Epoch ms when the request ended (actual start + E2E). */
@@ -233,6 +241,9 @@ export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordD
     requestId: record.requestId,
     ...(record.serverRequestId ? { serverRequestId: record.serverRequestId } : {}),
     ...(record.traceId ? { traceId: record.traceId } : {}),
+    status: record.status,
+    correctedE2eMs: record.correctedE2eMs,
+    inputTokens: record.usage?.promptTokens ?? record.inputTokensClient,
     at: record.startedAt + record.e2eMs,
     startedAt: record.startedAt,
     lateMs: Math.max(0, record.startedAt - record.scheduledAt),

@@ -1,9 +1,11 @@
 import type {
   BreakerChange,
+  CampaignSpec,
   GpuTelemetry,
   MeasurementValidity,
   RunSummary,
   SloTierChange,
+  TokenStatsSignal,
 } from '@fathom/contracts';
 import { smUtilisationHeatMap, type NormalisedSample } from '@fathom/gpu';
 import { gpuCounterIncrease, gpuMax, type RunTimeline } from '../evidence/run-timeline';
@@ -22,6 +24,8 @@ import {
   type SchemaDriftFinding,
   type ToolContractRates,
 } from '../evidence/tool-drift';
+import { buildRunSeries, type RunSeries } from './run-series';
+import { redactSpec } from './spec-redaction.util';
 
 /** Version of the report document's shape; bump on any breaking change. */
 export const RUN_REPORT_DOCUMENT_VERSION = 2;
@@ -32,6 +36,10 @@ export interface RunReportDocument {
   readonly campaignId: string;
   readonly summary: RunSummary;
   readonly validity: MeasurementValidity;
+  /** The campaign as it ran, credentials redacted (`redactSpec`); absent from older reports. */
+  readonly campaign?: { readonly name: string; readonly spec: unknown } | null;
+  /** Figures over time, distributions, sampled token rows and records; absent from older reports. */
+  readonly series?: RunSeries;
   /** Every tier's objectives judged over the whole run. */
   readonly objectives: Record<string, ObjectiveResult[]>;
   readonly tiers: {
@@ -105,6 +113,10 @@ export interface RunReportInput {
   readonly stallMs: number;
   /** The run's scrapes, failed ones included; absent: the timeline's ok scrapes. */
   readonly gpu?: readonly GpuTelemetry[];
+  /** The run's campaign spec (redacted into the document); null when it was never stored. */
+  readonly spec?: CampaignSpec | null;
+  /** The semantic-monitor's token-stats signals: goodput per window and the token samples. */
+  readonly tokenStats?: readonly TokenStatsSignal[];
 }
 
 /** The versioned JSON document stored per run (`run_reports`) and served by the API. */
@@ -141,6 +153,14 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
     campaignId: input.campaignId,
     summary: input.summary,
     validity: input.validity,
+    campaign: input.spec ? { name: input.spec.name, spec: redactSpec(input.spec) } : null,
+    series: buildRunSeries({
+      windows: timeline.windows,
+      digests,
+      gpu: timeline.gpu,
+      detectors: timeline.detectors,
+      tokenStats: input.tokenStats ?? [],
+    }),
     objectives,
     tiers: {
       final: input.tierChanges.length ? input.tierChanges[input.tierChanges.length - 1].to : null,
@@ -206,77 +226,4 @@ function maxTripsPerMinute(changes: readonly BreakerChange[]): number {
     best = Math.max(best, perNode);
   }
   return best;
-}
-
-export interface RunComparison {
-  readonly baseline: string;
-  readonly candidate: string;
-  /** Per latency metric and quantile: candidate - baseline (ms) and the ratio. */
-  readonly latency: Record<
-    string,
-    { baseline: number | null; candidate: number | null; deltaMs: number | null; ratio: number | null }
-  >;
-  readonly errorRate: { baseline: number; candidate: number; delta: number };
-  readonly throughput: { baseline: number; candidate: number; ratio: number | null };
-  readonly tier: { baseline: string | null; candidate: string | null; changed: boolean };
-  readonly rootCauses: { added: string[]; removed: string[] };
-  readonly validity: { baseline: boolean; candidate: boolean };
-  /** One line per noteworthy difference (latency ratio >= 1.2 or <= 0.8, error rate, tier, causes). */
-  readonly findings: string[];
-}
-
-/** Compares two runs' report documents (a = baseline, b = candidate). Pure. */
-export function compareRuns(a: RunReportDocument, b: RunReportDocument): RunComparison {
-  const latency: RunComparison['latency'] = {};
-  const findings: string[] = [];
-  for (const metric of ['e2e', 'ttft', 'itl'] as const) {
-    for (const q of ['p50', 'p95', 'p99'] as const) {
-      const x = a.summary.latencyMs[metric][q];
-      const y = b.summary.latencyMs[metric][q];
-      const ratio = x !== null && y !== null && x > 0 ? y / x : null;
-      latency[`${metric}.${q}`] = {
-        baseline: x,
-        candidate: y,
-        deltaMs: x !== null && y !== null ? y - x : null,
-        ratio,
-      };
-      if (ratio !== null && (ratio >= 1.2 || ratio <= 0.8)) {
-        findings.push(`${metric} ${q} ${x!.toFixed(1)} -> ${y!.toFixed(1)} ms (x${ratio.toFixed(2)})`);
-      }
-    }
-  }
-  const errorRate = {
-    baseline: a.summary.errorRate,
-    candidate: b.summary.errorRate,
-    delta: b.summary.errorRate - a.summary.errorRate,
-  };
-  if (Math.abs(errorRate.delta) >= 0.001)
-    findings.push(
-      `error rate ${(100 * errorRate.baseline).toFixed(2)} % -> ${(100 * errorRate.candidate).toFixed(2)} %`,
-    );
-  const tx = a.summary.throughput.requestsPerSec;
-  const ty = b.summary.throughput.requestsPerSec;
-  const tier = {
-    baseline: a.tiers.final,
-    candidate: b.tiers.final,
-    changed: a.tiers.final !== b.tiers.final,
-  };
-  if (tier.changed) findings.push(`tier ${tier.baseline ?? 'n/a'} -> ${tier.candidate ?? 'n/a'}`);
-  const kindsA = new Set(a.rootCauses.map((c) => c.kind));
-  const kindsB = new Set(b.rootCauses.map((c) => c.kind));
-  const added = [...kindsB].filter((k) => !kindsA.has(k));
-  const removed = [...kindsA].filter((k) => !kindsB.has(k));
-  for (const k of added) findings.push(`new root cause: ${k}`);
-  for (const k of removed) findings.push(`root cause gone: ${k}`);
-  return {
-    baseline: a.runId,
-    candidate: b.runId,
-    latency,
-    errorRate,
-    throughput: { baseline: tx, candidate: ty, ratio: tx > 0 ? ty / tx : null },
-    tier,
-    rootCauses: { added, removed },
-    validity: { baseline: a.validity.valid, candidate: b.validity.valid },
-    findings,
-  };
 }

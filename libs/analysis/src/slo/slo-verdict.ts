@@ -1,2 +1,2 @@
 // The campaign thresholds are judged by the load engine too (slo.abortOnFail): one definition.
-export { sloVerdict, type RunFigures } from '@fathom/load';
+export { sloObjectiveResults, sloVerdict, type RunFigures, type SloObjectiveResult } from '@fathom/load';

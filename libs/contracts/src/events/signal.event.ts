@@ -1,6 +1,38 @@
 import { z } from 'zod';
 import { envelopeShape } from '../envelope';
 
+/**
+ * Bounds of the per-token confidence rows a token-stats signal may carry (`tokenSample`): the
+ * semantic-monitor keeps at most `riskyPerRun` responses with hallucination-risk spans and
+ * `plainPerRun` without per run, each cut to `maxTokens` rows of tokens cut to `maxTokenChars`,
+ * so a run's heat map costs at most about 12 x 256 rows however long it lasts.
+ */
+export const TOKEN_SAMPLE_LIMITS = {
+  maxTokens: 256,
+  maxTokenChars: 32,
+  riskyPerRun: 8,
+  plainPerRun: 4,
+} as const;
+
+/** One token of a sampled response: its entropy, margin and risk level (the heat map's cell). */
+export const TokenConfidenceRowSchema = z.object({
+  token: z.string().max(TOKEN_SAMPLE_LIMITS.maxTokenChars),
+  entropyBits: z.number().nonnegative(),
+  /** p(top1) - p(top2); null without alternatives. */
+  margin: z.number().nullable(),
+  risk: z.enum(['low', 'elevated', 'high', 'unknown']),
+});
+export type TokenConfidenceRow = z.infer<typeof TokenConfidenceRowSchema>;
+
+export const TokenSampleSchema = z.object({
+  rows: z.array(TokenConfidenceRowSchema).max(TOKEN_SAMPLE_LIMITS.maxTokens),
+  /** The response had more tokens than `rows` holds. */
+  truncated: z.boolean(),
+  /** Hallucination-risk spans, half-open token ranges [start, end) (they may reach past `rows`). */
+  spans: z.array(z.object({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() })),
+});
+export type TokenSample = z.infer<typeof TokenSampleSchema>;
+
 /** Token-level view of one streamed response, from the semantic-monitor. */
 export const TokenStatsSignalSchema = z.object({
   ...envelopeShape,
@@ -32,6 +64,11 @@ export const TokenStatsSignalSchema = z.object({
   latencySloMet: z.boolean().nullable().optional(),
   /** Named semantic check -> passed, for semantic goodput (`computeGoodput` in @fathom/semantic). */
   checks: z.record(z.string(), z.boolean()).optional(),
+  /**
+   * Per-token confidence rows, on a bounded sample of a run's responses only (see
+   * `TOKEN_SAMPLE_LIMITS`), for the report's heat map. Optional: absent on the others.
+   */
+  tokenSample: TokenSampleSchema.optional(),
 });
 
 /** A semantic check failed or a detector fired; the analyzer may open a breaker on it. */

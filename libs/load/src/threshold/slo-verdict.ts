@@ -9,34 +9,83 @@ export interface RunFigures {
   readonly tpotP99Ms?: number | null;
 }
 
+/** One objective of the campaign's own SLO, judged over the whole run. */
+export interface SloObjectiveResult {
+  /** `requests`, `availability`, `maxErrorRate`, `p95Ms`, `p99Ms`, `ttftP99Ms` or `tpotP99Ms`. */
+  readonly objective: string;
+  /** The run's figure (null: nothing measured, which holds except for `requests`). */
+  readonly measured: number | null;
+  readonly threshold: number;
+  readonly ok: boolean;
+  /** The failure line when missed (as `sloVerdict` lists it), else a line saying it holds. */
+  readonly text: string;
+}
+
+/**
+ * Judges every objective the campaign's thresholds name, plus that a request completed (a run
+ * with none measured nothing). Each line names the objective, the figure and the threshold.
+ */
+export function sloObjectiveResults(figures: RunFigures, slo: SloThresholds): SloObjectiveResult[] {
+  const results: SloObjectiveResult[] = [
+    {
+      objective: 'requests',
+      measured: figures.requests,
+      threshold: 1,
+      ok: figures.requests > 0,
+      text: figures.requests > 0 ? `${figures.requests} requests completed` : 'no request completed',
+    },
+  ];
+  const availability = 1 - figures.errorRate;
+  if (slo.availability !== undefined) {
+    const ok = !(availability < slo.availability);
+    results.push({
+      objective: 'availability',
+      measured: availability,
+      threshold: slo.availability,
+      ok,
+      text: `availability ${(availability * 100).toFixed(3)} % ${ok ? '>=' : '<'} ${(slo.availability * 100).toFixed(3)} %`,
+    });
+  }
+  if (slo.maxErrorRate !== undefined) {
+    const ok = !(figures.errorRate > slo.maxErrorRate);
+    results.push({
+      objective: 'maxErrorRate',
+      measured: figures.errorRate,
+      threshold: slo.maxErrorRate,
+      ok,
+      text: `error rate ${(figures.errorRate * 100).toFixed(2)} % ${ok ? '<=' : '>'} ${(slo.maxErrorRate * 100).toFixed(2)} %`,
+    });
+  }
+  const latency: Array<[string, string, number | null, number | undefined]> = [
+    ['p95Ms', 'P95', figures.p95Ms, slo.p95Ms],
+    ['p99Ms', 'P99', figures.p99Ms, slo.p99Ms],
+    ['ttftP99Ms', 'TTFT P99', figures.ttftP99Ms, slo.ttftP99Ms],
+    ['tpotP99Ms', 'TPOT P99', figures.tpotP99Ms ?? null, slo.tpotP99Ms],
+  ];
+  for (const [objective, name, value, limit] of latency) {
+    if (limit === undefined) continue;
+    const ok = value === null || !(value > limit);
+    results.push({
+      objective,
+      measured: value,
+      threshold: limit,
+      ok,
+      text:
+        value === null
+          ? `${name}: nothing measured (limit ${limit} ms)`
+          : `${name} ${value.toFixed(1)} ms ${ok ? '<=' : '>'} ${limit} ms`,
+    });
+  }
+  return results;
+}
+
 /**
  * Checks a finished run against the campaign's own thresholds. A run with no requests fails:
  * it measured nothing. Each failure names the objective, the figure and the threshold.
  */
 export function sloVerdict(figures: RunFigures, slo: SloThresholds): { passed: boolean; failures: string[] } {
-  const failures: string[] = [];
-  if (figures.requests === 0) failures.push('no request completed');
-  const availability = 1 - figures.errorRate;
-  if (slo.availability !== undefined && availability < slo.availability) {
-    failures.push(
-      `availability ${(availability * 100).toFixed(3)} % < ${(slo.availability * 100).toFixed(3)} %`,
-    );
-  }
-  if (slo.maxErrorRate !== undefined && figures.errorRate > slo.maxErrorRate) {
-    failures.push(
-      `error rate ${(figures.errorRate * 100).toFixed(2)} % > ${(slo.maxErrorRate * 100).toFixed(2)} %`,
-    );
-  }
-  const latency: Array<[string, number | null, number | undefined]> = [
-    ['P95', figures.p95Ms, slo.p95Ms],
-    ['P99', figures.p99Ms, slo.p99Ms],
-    ['TTFT P99', figures.ttftP99Ms, slo.ttftP99Ms],
-    ['TPOT P99', figures.tpotP99Ms ?? null, slo.tpotP99Ms],
-  ];
-  for (const [name, value, limit] of latency) {
-    if (limit !== undefined && value !== null && value > limit) {
-      failures.push(`${name} ${value.toFixed(1)} ms > ${limit} ms`);
-    }
-  }
+  const failures = sloObjectiveResults(figures, slo)
+    .filter((r) => !r.ok)
+    .map((r) => r.text);
   return { passed: failures.length === 0, failures };
 }

@@ -2,6 +2,7 @@ import type { RequestRecord } from '@fathom/contracts';
 import {
   assessHallucinationRisk,
   type HallucinationRiskOptions,
+  type HeatMapRow,
   type RiskSegment,
 } from '../confidence/hallucination-risk.detector';
 import {
@@ -36,6 +37,8 @@ export interface ResponseAssessment {
   readonly meanEntropyBits: number | null;
   readonly maxWindowMeanBits: number | null;
   readonly riskSegments: readonly RiskSegment[];
+  /** Per-token confidence (empty without logprobs); a bounded sample of them reaches the report. */
+  readonly rows: readonly HeatMapRow[];
   /** Null when no prompt text came with the record (the load-generator did not send it). */
   readonly promptExplosion: PromptExplosionVerdict | null;
   /** Null when the SLO is unknown. */
@@ -71,6 +74,7 @@ export class ResponseAssessor {
     let meanEntropyBits: number | null = null;
     let maxWindowMeanBits: number | null = null;
     let riskSegments: RiskSegment[] = [];
+    let rows: HeatMapRow[] = [];
     if (failed) status = 'error';
     else if (content.length === 0 && !record.logprobs?.length) status = 'empty';
     else {
@@ -78,6 +82,7 @@ export class ResponseAssessor {
       meanEntropyBits = finiteOrNull(report.meanEntropyBits);
       maxWindowMeanBits = finiteOrNull(report.maxWindowMeanBits);
       riskSegments = report.segments;
+      rows = report.rows;
       status = invalidText ? 'invalid-text' : report.status;
       if (report.status === 'ok') checks['hallucination-risk'] = report.segments.length === 0;
     }
@@ -96,6 +101,7 @@ export class ResponseAssessor {
       meanEntropyBits,
       maxWindowMeanBits,
       riskSegments,
+      rows,
       promptExplosion,
       latencySloMet: slo === null ? null : latencySloMet(record, slo, failed),
       checks,

@@ -36,7 +36,12 @@ export const responsesRequestSchema = z.looseObject({
   model: z.string({ error: 'you must provide a model parameter' }),
   input: z.union([
     z.string(),
-    z.array(z.looseObject({ role: z.enum(['system', 'developer', 'user', 'assistant']), content: z.union([z.string(), z.array(contentPart)]) })),
+    z.array(
+      z.looseObject({
+        role: z.enum(['system', 'developer', 'user', 'assistant']),
+        content: z.union([z.string(), z.array(contentPart)]),
+      }),
+    ),
   ]),
   instructions: z.string().nullish(),
   max_output_tokens: z.number().int().min(1).nullish(),

@@ -1,0 +1,68 @@
+import { renderReportHtml } from './report-html.render';
+import { fixtureReport } from './report-document.test-util';
+
+const ASSETS = { uplotJs: 'var uPlot = function () {};', uplotCss: '.uplot{}' };
+
+describe(renderReportHtml.name, () => {
+  const doc = fixtureReport({
+    latencyMs: () => 100,
+    detectorMessage: '<img src=x onerror=alert(1)></script>',
+  });
+  const sut = renderReportHtml(doc, ASSETS);
+
+  it('puts every section in the page, the verdict first', () => {
+    const ids = [...sut.matchAll(/<section id="([\w-]+)"/g)].map((m) => m[1]);
+    expect(ids).toEqual([
+      'verdict',
+      'latency',
+      'throughput',
+      'distributions',
+      'tokens',
+      'gpu',
+      'root-causes',
+      'semantic',
+      'spec',
+    ]);
+    expect(sut).toContain('data-slo="passed" data-tier="SLO-0" data-valid="true"');
+  });
+
+  it('escapes what targets and detectors wrote and redacts the spec', () => {
+    expect(sut).not.toContain('<img src=x');
+    expect(sut).toContain('&lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;');
+    expect(sut).toContain('&lt;script&gt;x&lt;/script&gt;');
+    expect(sut).not.toContain('sk-secret');
+    // The data element cannot be closed by data: every '<' in it is escaped.
+    const data = /<script type="application\/json" id="fathom-data">([^]*?)<\/script>/.exec(sut)![1];
+    expect(data).not.toContain('<');
+    expect(JSON.parse(data).t).toHaveLength(10);
+  });
+
+  it('needs no network: no external source, link or stylesheet, and a CSP that forbids fetches', () => {
+    expect(sut).not.toMatch(/<(script|img|link|iframe)[^>]+(src|href)=/i);
+    expect(sut).toContain("default-src 'none'");
+  });
+
+  it('keeps four digits of a threshold below 1', () => {
+    expect(sut).toMatch(/<td>availability<\/td><td>1<\/td><td>0\.9995<\/td>/);
+  });
+
+  it('shows TPOT when the summary carries it', () => {
+    const { tpot: _absent, ...older } = doc.summary.latencyMs as typeof doc.summary.latencyMs & {
+      tpot?: unknown;
+    };
+    const withoutTpot = renderReportHtml({ ...doc, summary: { ...doc.summary, latencyMs: older } }, ASSETS);
+    expect(withoutTpot).not.toContain('TPOT P50');
+    const latencyMs = {
+      ...doc.summary.latencyMs,
+      tpot: { count: 1, mean: 4, p50: 4, p95: 5, p99: 6, max: 6 },
+    };
+    const withTpot = renderReportHtml({ ...doc, summary: { ...doc.summary, latencyMs } }, ASSETS);
+    expect(withTpot).toContain('<th>TPOT P50 / P99</th><td>4.0 ms / 6.0 ms</td>');
+  });
+
+  it('says so when a report predates the time series', () => {
+    const old = renderReportHtml({ ...doc, series: undefined, campaign: undefined }, ASSETS);
+    expect(old).toContain('made before reports carried their time series');
+    expect(old).toContain('data-slo="passed"');
+  });
+});

@@ -1,0 +1,373 @@
+import type { DetectorSignal, TelemetryWindow, TokenSample, TokenStatsSignal } from '@fathom/contracts';
+import {
+  binCountsMs,
+  decodeHistogram,
+  mergeWindows,
+  quantilesFromHistogram,
+  tailQuantilesMs,
+} from '@fathom/load';
+import { gpuSeries, type GpuPoint } from '../evidence/run-timeline';
+import type { RecordDigest } from '../evidence/record-digest';
+
+/**
+ * Bounds of the time series a report carries, so a document stays around a megabyte however long
+ * the run: windows are merged into at most `maxBuckets` buckets (1 s each up to 12 minutes),
+ * per-request rows are thinned evenly to `maxRecords`, a detector keeps `examplesPerDetector`.
+ */
+export const RUN_SERIES_LIMITS = {
+  maxBuckets: 720,
+  maxRecords: 2000,
+  examplesPerDetector: 5,
+  distributionBins: 40,
+} as const;
+
+/** The GPU and server metrics of the report's panel (canonical names, `@fathom/gpu`). */
+export const REPORT_GPU_METRICS = [
+  'sm_active_ratio',
+  'dram_active_ratio',
+  'gpu_util_pct',
+  'kv_cache_usage_ratio',
+  'requests_running',
+  'requests_waiting',
+  'fb_used_mib',
+  'fb_total_mib',
+  'power_w',
+] as const;
+
+export interface SeriesLatency {
+  readonly p50: number | null;
+  readonly p95: number | null;
+  readonly p99: number | null;
+  readonly max: number | null;
+}
+
+/** One bucket of the run (every generator's windows that ended in it, merged exactly). */
+export interface SeriesWindow {
+  /** Bucket end, epoch ms. */
+  readonly at: number;
+  readonly seconds: number;
+  readonly requests: number;
+  readonly errors: number;
+  readonly errorClasses: Record<string, number>;
+  readonly dropped: number;
+  readonly late: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly requestsPerSec: number;
+  readonly outputTokensPerSec: number;
+  readonly latencyMs: {
+    readonly e2e: SeriesLatency;
+    readonly correctedE2e: SeriesLatency;
+    readonly ttft: SeriesLatency;
+    readonly itl: SeriesLatency;
+  };
+  /** Responses the semantic-monitor judged that ended in this bucket. */
+  readonly judged: number;
+  readonly good: number;
+  readonly semanticallyGood: number;
+  /** Request rate times the good share of the judged responses; null when none was judged. */
+  readonly goodputPerSec: number | null;
+  readonly semanticGoodputPerSec: number | null;
+}
+
+/** Counts per bin: bin i is [edges[i], edges[i + 1]). */
+export interface Distribution {
+  readonly unit: 'ms' | 'tokens';
+  readonly edges: number[];
+  readonly counts: number[];
+  readonly total: number;
+}
+
+export interface SeriesTokenSample extends TokenSample {
+  readonly requestId: string;
+  readonly at: number;
+  readonly meanEntropyBits: number | null;
+}
+
+/** One sampled request, as the CSV export writes it. */
+export interface SeriesRecord {
+  readonly requestId: string | null;
+  readonly startedAt: number;
+  readonly endedAt: number;
+  readonly lateMs: number;
+  readonly status: number | null;
+  readonly ok: boolean;
+  readonly errorClass: string | null;
+  readonly e2eMs: number;
+  readonly correctedE2eMs: number | null;
+  readonly ttftMs: number | null;
+  readonly gapMaxMs: number | null;
+  readonly gapMedianMs: number | null;
+  readonly inputTokens: number | null;
+  readonly outputTokens: number;
+  readonly riskSegments: number | null;
+  readonly maxWindowEntropyBits: number | null;
+}
+
+export interface SemanticFinding {
+  readonly detector: string;
+  readonly count: number;
+  readonly bySeverity: Record<string, number>;
+  readonly firstAt: number;
+  readonly lastAt: number;
+  readonly examples: {
+    at: number;
+    severity: string;
+    message: string;
+    figures: Record<string, number>;
+    labels?: Record<string, string>;
+  }[];
+}
+
+/** Everything over time the HTML report and the CSV export draw from. */
+export interface RunSeries {
+  readonly bucketMs: number;
+  readonly windows: SeriesWindow[];
+  readonly gpu: { metric: string; points: [number, number][] }[];
+  readonly distributions: {
+    readonly e2e: Distribution;
+    readonly ttft: Distribution;
+    readonly itl: Distribution;
+    readonly outputTokens: Distribution;
+  };
+  readonly tokenSamples: SeriesTokenSample[];
+  /** The run's sampled records, thinned evenly to `RUN_SERIES_LIMITS.maxRecords`. */
+  readonly records: SeriesRecord[];
+  readonly recordsTotal: number;
+  readonly semanticFindings: SemanticFinding[];
+}
+
+export interface RunSeriesInput {
+  readonly windows: readonly TelemetryWindow[];
+  readonly digests: readonly RecordDigest[];
+  readonly gpu: readonly GpuPoint[];
+  readonly detectors: readonly DetectorSignal[];
+  readonly tokenStats: readonly TokenStatsSignal[];
+}
+
+/** Builds the report's time series from the run's stored evidence. Pure. */
+export function buildRunSeries(input: RunSeriesInput): RunSeries {
+  const windows = dedupe(input.windows);
+  // The generators' window length (a shard's last window can be cut short: not the bucket size).
+  const baseMs = windows.length ? Math.max(...windows.map((w) => w.windowMs)) : 1000;
+  const start = windows.length ? Math.min(...windows.map((w) => w.windowStart)) : 0;
+  const end = windows.length ? Math.max(...windows.map((w) => w.windowStart + w.windowMs)) : 0;
+  const bucketMs = Math.max(1, Math.ceil((end - start) / baseMs / RUN_SERIES_LIMITS.maxBuckets)) * baseMs;
+  const byBucket = new Map<number, TelemetryWindow[]>();
+  for (const w of windows) {
+    const index = Math.max(0, Math.ceil((w.windowStart + w.windowMs - start) / bucketMs) - 1);
+    const list = byBucket.get(index);
+    if (list) list.push(w);
+    else byBucket.set(index, [w]);
+  }
+  const judgedByBucket = judgedPerBucket(input.digests, input.tokenStats, start, bucketMs);
+  // Each window's histograms are decoded once into its bucket, and the buckets added up for the
+  // whole run (mergeWindows per bucket and again for the whole decoded each twice and encoded).
+  const whole = emptyHistograms();
+  const series: SeriesWindow[] = [];
+  for (const index of [...byBucket.keys()].sort((a, b) => a - b)) {
+    const bucket: Partial<Record<HistogramName, Histogram>> = {};
+    let requests = 0;
+    let errors = 0;
+    let dropped = 0;
+    let late = 0;
+    let inputTokens = 0;
+    let outputTokens = 0;
+    const errorClasses: Record<string, number> = {};
+    for (const w of byBucket.get(index)!) {
+      requests += w.requests;
+      errors += w.errors;
+      dropped += w.dropped;
+      late += w.late;
+      inputTokens += w.inputTokens;
+      outputTokens += w.outputTokens;
+      for (const [k, n] of Object.entries(w.errorClasses)) errorClasses[k] = (errorClasses[k] ?? 0) + n;
+      for (const name of HISTOGRAMS) {
+        const decoded = decodeHistogram(w.histogramsUs[name]);
+        if (bucket[name]) bucket[name].add(decoded);
+        else bucket[name] = decoded;
+      }
+    }
+    for (const name of HISTOGRAMS) whole[name].add(bucket[name]!);
+    const seconds = bucketMs / 1000;
+    const rps = requests / seconds;
+    const judged = judgedByBucket.get(index) ?? { judged: 0, good: 0, semanticallyGood: 0 };
+    const lat = (name: HistogramName): SeriesLatency => tailQuantilesMs(bucket[name]!);
+    series.push({
+      at: start + (index + 1) * bucketMs,
+      seconds,
+      requests,
+      errors,
+      errorClasses,
+      dropped,
+      late,
+      inputTokens,
+      outputTokens,
+      requestsPerSec: rps,
+      outputTokensPerSec: outputTokens / seconds,
+      latencyMs: { e2e: lat('e2e'), correctedE2e: lat('correctedE2e'), ttft: lat('ttft'), itl: lat('itl') },
+      ...judged,
+      goodputPerSec: judged.judged ? (rps * judged.good) / judged.judged : null,
+      semanticGoodputPerSec: judged.judged ? (rps * judged.semanticallyGood) / judged.judged : null,
+    });
+  }
+  const at = new Map(input.digests.flatMap((d) => (d.requestId ? [[d.requestId, d.at] as const] : [])));
+  return {
+    bucketMs,
+    windows: series,
+    gpu: REPORT_GPU_METRICS.map((metric) => ({
+      metric,
+      points: gpuSeries(input.gpu, metric).map((p) => [p.at, p.value] as [number, number]),
+    })).filter((s) => s.points.length > 0),
+    distributions: {
+      e2e: latencyDistribution(whole.e2e),
+      ttft: latencyDistribution(whole.ttft),
+      itl: latencyDistribution(whole.itl),
+      outputTokens: tokenDistribution(input.digests.map((d) => d.outputTokens)),
+    },
+    tokenSamples: input.tokenStats
+      .filter((s): s is TokenStatsSignal & { tokenSample: TokenSample } => s.tokenSample !== undefined)
+      .map((s) => ({
+        requestId: s.requestId,
+        at: at.get(s.requestId) ?? s.emittedAt,
+        meanEntropyBits: s.meanEntropyBits ?? null,
+        ...s.tokenSample,
+      }))
+      .sort((a, b) => b.spans.length - a.spans.length || a.at - b.at),
+    records: thin(input.digests, RUN_SERIES_LIMITS.maxRecords).map(recordRow),
+    recordsTotal: input.digests.length,
+    semanticFindings: semanticFindings(input.detectors),
+  };
+}
+
+function dedupe(windows: readonly TelemetryWindow[]): TelemetryWindow[] {
+  const byKey = new Map<string, TelemetryWindow>();
+  for (const w of windows) byKey.set(`${w.generatorId}/${w.shard}/${w.seq}`, w);
+  return [...byKey.values()];
+}
+
+/** Good: succeeded within the per-request latency SLO; semantically good: also every check passed. */
+function judgedPerBucket(
+  digests: readonly RecordDigest[],
+  stats: readonly TokenStatsSignal[],
+  start: number,
+  bucketMs: number,
+): Map<number, { judged: number; good: number; semanticallyGood: number }> {
+  const endedAt = new Map<string, number>();
+  for (const d of digests) if (d.requestId) endedAt.set(d.requestId, d.at);
+  const out = new Map<number, { judged: number; good: number; semanticallyGood: number }>();
+  for (const s of stats) {
+    const at = endedAt.get(s.requestId);
+    if (at === undefined) continue;
+    const index = Math.max(0, Math.ceil((at - start) / bucketMs) - 1);
+    const row = out.get(index) ?? { judged: 0, good: 0, semanticallyGood: 0 };
+    row.judged++;
+    if (s.assessment !== 'error' && s.latencySloMet !== false) {
+      row.good++;
+      if (Object.values(s.checks ?? {}).every(Boolean)) row.semanticallyGood++;
+    }
+    out.set(index, row);
+  }
+  return out;
+}
+
+type Histogram = ReturnType<typeof decodeHistogram>;
+type HistogramName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl';
+const HISTOGRAMS: readonly HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl'];
+const EMPTY_HISTOGRAM_US = mergeWindows([]).histogramsUs.e2e;
+
+function emptyHistograms(): Record<HistogramName, Histogram> {
+  return {
+    e2e: decodeHistogram(EMPTY_HISTOGRAM_US),
+    correctedE2e: decodeHistogram(EMPTY_HISTOGRAM_US),
+    ttft: decodeHistogram(EMPTY_HISTOGRAM_US),
+    itl: decodeHistogram(EMPTY_HISTOGRAM_US),
+  };
+}
+
+/** Log-spaced bins from the smallest to the largest value (exact counts from the HDR histogram). */
+function latencyDistribution(histogram: Histogram): Distribution {
+  const q = quantilesFromHistogram(histogram);
+  if (q.count === 0 || q.max === null) return { unit: 'ms', edges: [], counts: [], total: 0 };
+  const min = Math.max(0.001, histogram.minNonZeroValue / 1000);
+  const edges = logEdges(min, q.max * 1.001, RUN_SERIES_LIMITS.distributionBins);
+  return { unit: 'ms', edges, counts: binCountsMs(histogram, edges), total: q.count };
+}
+
+function tokenDistribution(all: readonly number[]): Distribution {
+  const values = all.filter((v) => Number.isFinite(v) && v >= 0);
+  if (values.length === 0) return { unit: 'tokens', edges: [], counts: [], total: 0 };
+  const max = Math.max(...values);
+  const width = Math.max(1, Math.ceil((max + 1) / RUN_SERIES_LIMITS.distributionBins));
+  const bins = Math.ceil((max + 1) / width);
+  const edges = Array.from({ length: bins + 1 }, (_, i) => i * width);
+  const counts = new Array<number>(bins).fill(0);
+  for (const v of values) counts[Math.min(bins - 1, Math.floor(v / width))]++;
+  return { unit: 'tokens', edges, counts, total: values.length };
+}
+
+function logEdges(min: number, max: number, bins: number): number[] {
+  if (max <= min) return [min, min * 1.001 + 0.001];
+  const ratio = Math.pow(max / min, 1 / bins);
+  return Array.from({ length: bins + 1 }, (_, i) => min * Math.pow(ratio, i));
+}
+
+/** Every k-th item so that at most `limit` remain, first and spread evenly over the run. */
+function thin<T>(items: readonly T[], limit: number): T[] {
+  if (items.length <= limit) return [...items];
+  const step = items.length / limit;
+  return Array.from({ length: limit }, (_, i) => items[Math.floor(i * step)]);
+}
+
+function recordRow(d: RecordDigest): SeriesRecord {
+  return {
+    requestId: d.requestId ?? null,
+    startedAt: d.startedAt,
+    endedAt: d.at,
+    lateMs: d.lateMs,
+    status: d.status ?? null,
+    ok: d.ok,
+    errorClass: d.errorClass,
+    e2eMs: d.e2eMs,
+    correctedE2eMs: d.correctedE2eMs ?? null,
+    ttftMs: d.ttftMs,
+    gapMaxMs: d.gapMaxMs,
+    gapMedianMs: d.gapMedianMs,
+    inputTokens: d.inputTokens ?? null,
+    outputTokens: d.outputTokens,
+    riskSegments: d.riskSegments,
+    maxWindowEntropyBits: d.maxWindowEntropyBits,
+  };
+}
+
+function semanticFindings(detectors: readonly DetectorSignal[]): SemanticFinding[] {
+  const byName = new Map<string, DetectorSignal[]>();
+  for (const s of detectors) byName.set(s.detector, [...(byName.get(s.detector) ?? []), s]);
+  return [...byName.entries()]
+    .map(([detector, signals]) => {
+      const sorted = [...signals].sort((a, b) => a.emittedAt - b.emittedAt);
+      const bySeverity: Record<string, number> = {};
+      for (const s of sorted) bySeverity[s.severity] = (bySeverity[s.severity] ?? 0) + 1;
+      // The worst first, then the latest (a run-end verdict says the most).
+      const rank = { critical: 0, warning: 1, info: 2 } as Record<string, number>;
+      const examples = [...sorted]
+        .sort((a, b) => rank[a.severity] - rank[b.severity] || b.emittedAt - a.emittedAt)
+        .slice(0, RUN_SERIES_LIMITS.examplesPerDetector)
+        .map((s) => ({
+          at: s.emittedAt,
+          severity: s.severity,
+          message: s.message,
+          figures: s.figures,
+          ...(s.labels ? { labels: s.labels } : {}),
+        }));
+      return {
+        detector,
+        count: sorted.length,
+        bySeverity,
+        firstAt: sorted[0].emittedAt,
+        lastAt: sorted[sorted.length - 1].emittedAt,
+        examples,
+      };
+    })
+    .sort((a, b) => a.detector.localeCompare(b.detector));
+}

@@ -1,0 +1,46 @@
+import fc from 'fast-check';
+import {
+  binCountsMs,
+  newLatencyHistogram,
+  quantilesFromHistogram,
+  recordMs,
+  tailQuantilesMs,
+} from './latency-histogram.util';
+
+const latencies = fc.array(fc.double({ min: 0.001, max: 600_000, noNaN: true }), {
+  minLength: 1,
+  maxLength: 300,
+});
+
+describe(tailQuantilesMs.name, () => {
+  it('gives the same P50, P95, P99 and max as quantilesFromHistogram', () => {
+    fc.assert(
+      fc.property(latencies, (values) => {
+        const h = newLatencyHistogram();
+        for (const v of values) recordMs(h, v);
+        const q = quantilesFromHistogram(h);
+        expect(tailQuantilesMs(h)).toEqual({ p50: q.p50, p95: q.p95, p99: q.p99, max: q.max });
+      }),
+    );
+  });
+
+  it('has nothing to say of an empty histogram', () => {
+    expect(tailQuantilesMs(newLatencyHistogram())).toEqual({ p50: null, p95: null, p99: null, max: null });
+  });
+});
+
+describe(binCountsMs.name, () => {
+  it('puts every recorded value in exactly one bin', () => {
+    fc.assert(
+      fc.property(latencies, (values) => {
+        const h = newLatencyHistogram();
+        for (const v of values) recordMs(h, v);
+        const counts = binCountsMs(h, [1, 10, 100, 1000]);
+        expect(counts.reduce((a, b) => a + b, 0)).toBe(values.length);
+        // Below the first edge counts in the first bin, at or above the last in the last.
+        expect(counts[0]).toBeGreaterThanOrEqual(values.filter((v) => v < 9.99).length);
+        expect(counts[2]).toBeGreaterThanOrEqual(values.filter((v) => v >= 100.1).length);
+      }),
+    );
+  });
+});

@@ -6,6 +6,7 @@ import { registerSimCommand } from './sim.command';
 import { registerGpuCommand } from './gpu.command';
 import { registerReportCommand } from './report.command';
 import { registerCompareCommand } from './compare.command';
+import { registerShadowCommand } from './shadow.command';
 
 /**
  * Every subcommand registers itself here, one file each (`<name>.command.ts` exporting
@@ -19,4 +20,5 @@ export function registerCommands(program: Command): void {
   registerGpuCommand(program);
   registerReportCommand(program);
   registerCompareCommand(program);
+  registerShadowCommand(program);
 }

@@ -5,7 +5,7 @@ import { CampaignSpecSchema } from '../campaign/campaign.schema';
 export const RunStatusSchema = z.enum(['pending', 'running', 'completed', 'failed', 'aborted']);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
-export const RunTriggerSchema = z.enum(['api', 'cli', 'rerun', 'schedule', 'alert', 'demo']);
+export const RunTriggerSchema = z.enum(['api', 'cli', 'rerun', 'schedule', 'alert', 'demo', 'shadow']);
 export type RunTrigger = z.infer<typeof RunTriggerSchema>;
 
 /**

@@ -16,6 +16,8 @@ export const ShadowRequestSchema = z.object({
   /** Epoch milliseconds when production served it. */
   emittedAt: z.number().int().nonnegative(),
   source: z.string().min(1),
+  /** The shadow campaign it is offered to; absent: every live or topic campaign. */
+  campaignId: z.string().min(1).optional(),
   endpoint: z.literal('/v1/chat/completions'),
   intent: z.string().min(1).optional(),
   /** The request body as production received it (OpenAI chat completion request). */

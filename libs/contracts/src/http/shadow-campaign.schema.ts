@@ -66,11 +66,42 @@ export const ShadowCampaignInputSchema = z
             .max(24 * 3600 * 1000),
         })
         .strict(),
+      z
+        .object({
+          /**
+           * Always-on: live production traffic, from a `fathom shadow gateway` or a front proxy's
+           * mirror (`POST /v1/shadow-campaigns/:id/mirror`) through `fathom.shadow.request.v1`,
+           * until the campaign is stopped (`POST /v1/shadow-campaigns/:id/stop`). The report is
+           * rolling windows (per `windowMs` and per hour); samples are rotated past `keepSamples`.
+           */
+          type: z.literal('live'),
+          /** Hard cap on requests replayed per second (each goes to the three targets); beyond it they are shed. */
+          maxRatePerSec: z.number().positive().max(10_000).default(10),
+          /** Share of the offered requests replayed (0..1], seeded by the request id. */
+          sampleRate: z.number().gt(0).max(1).default(1),
+          /** Rolling window of the live report, ms (60 s: a regression is named within a minute). */
+          windowMs: z.number().int().min(1000).max(3_600_000).default(60_000),
+          /** Samples kept in storage; older ones are deleted (window aggregates stay). */
+          keepSamples: z.number().int().min(10).max(1_000_000).default(10_000),
+        })
+        .strict(),
     ]),
     /** Requests replayed at once (each goes to the three targets together). */
     concurrency: z.number().int().positive().max(256).default(4),
     maxTokens: z.number().int().positive().max(8192).default(64),
     requestTimeoutMs: z.number().int().positive().default(30_000),
+    /**
+     * Live campaigns: when the candidate regressed beyond the noise floor in this many windows in
+     * a row, the campaign's tier becomes `regressed` and, with `campaignId`, a run of that stored
+     * campaign starts (trigger `shadow`), coalesced into an open one as alerts are.
+     */
+    onRegression: z
+      .object({
+        windows: z.number().int().min(1).max(60).default(2),
+        campaignId: z.string().min(1).optional(),
+      })
+      .strict()
+      .default({ windows: 2 }),
   })
   .strict();
 export type ShadowCampaignInput = z.infer<typeof ShadowCampaignInputSchema>;
@@ -120,4 +151,39 @@ export interface ShadowGroupReport {
   readonly metrics: MetricComparison[];
   /** Only the metrics whose candidate difference is beyond the noise floor. */
   readonly differences: MetricComparison[];
+}
+
+/** One rolling window of a live shadow campaign. */
+export interface ShadowWindowReport {
+  /** Epoch ms. */
+  readonly startedAt: number;
+  readonly endedAt: number;
+  readonly samples: number;
+  readonly groups: ShadowGroupReport[];
+  /** Some group's candidate is beyond the noise floor on some metric. */
+  readonly regressed: boolean;
+}
+
+/** Where a live shadow campaign stands: its caps, breaker and windows (bounded lists). */
+export interface ShadowLiveStatus {
+  /** Requests offered (gateway, mirror, topic) addressed to this campaign. */
+  readonly offered: number;
+  readonly replayed: number;
+  /** Requests not replayed, by why: sampled out, over the rate cap, over the concurrency cap, candidate breaker open. */
+  readonly shed: {
+    readonly sampled: number;
+    readonly rate: number;
+    readonly concurrency: number;
+    readonly breaker: number;
+  };
+  /** The candidate's breaker: open after consecutive failures, shed for a cool-down, then half-open. */
+  readonly candidateBreaker: 'closed' | 'open' | 'half-open';
+  /** `regressed` once `onRegression.windows` windows in a row regressed; `ok` again after a clean one. */
+  readonly tier: 'ok' | 'regressed';
+  /** Runs of `onRegression.campaignId` started by a regression. */
+  readonly linkedRuns: string[];
+  /** The last 60 windows, newest last. */
+  readonly windows: ShadowWindowReport[];
+  /** The last 24 hours, one entry an hour, over a bounded sample of the hour's requests. */
+  readonly hours: ShadowWindowReport[];
 }

@@ -14,6 +14,7 @@ export async function callChatTarget(
   target: { baseUrl: string; apiKey?: string },
   body: Record<string, unknown>,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<TargetReply> {
   const started = performance.now();
   let ttftMs: number | null = null;
@@ -25,7 +26,9 @@ export async function callChatTarget(
         ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
       },
       body: JSON.stringify({ ...body, stream: true, logprobs: true, top_logprobs: 5 }),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: signal
+        ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
+        : AbortSignal.timeout(timeoutMs),
     });
     if (!response.ok || !response.body) {
       const text = await response.text();

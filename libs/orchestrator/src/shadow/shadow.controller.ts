@@ -1,4 +1,16 @@
-import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post, UseGuards } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  ConflictException,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  UseGuards,
+} from '@nestjs/common';
 import { ApiTokenGuard } from '../api-token.guard';
 import { ShadowService } from './shadow.service';
 import { ShadowRepository } from '@fathom/storage';
@@ -36,5 +48,44 @@ export class ShadowController {
   async samples(@Param('id') id: string) {
     if (!(await this.shadows.get(id))) throw new NotFoundException(`no shadow campaign ${id}`);
     return this.shadows.samples(id);
+  }
+
+  /**
+   * The report of a campaign over time: for a live campaign its caps, breaker, tier and rolling
+   * windows (per window and per hour); otherwise the final report once done.
+   */
+  @Get(':id/report')
+  async report(@Param('id') id: string) {
+    const campaign = await this.shadows.get(id);
+    if (!campaign) throw new NotFoundException(`no shadow campaign ${id}`);
+    return { id, status: campaign.status, reason: campaign.reason, report: campaign.report };
+  }
+
+  /** Kill switch of a live campaign: mirroring stops (no replay starts) before this answers. */
+  @Post(':id/stop')
+  @HttpCode(200)
+  @UseGuards(ApiTokenGuard)
+  async stop(@Param('id') id: string) {
+    const outcome = await this.service.stop(id);
+    if (outcome === null) throw new NotFoundException(`no running live shadow campaign ${id}`);
+    if (outcome === 'not-live')
+      throw new ConflictException(`shadow campaign ${id} is not live: it ends by itself`);
+    return { id, status: 'completed', reason: 'stopped' };
+  }
+
+  /**
+   * Mirror receiver: a copy of a production chat request, as a front proxy's mirror (NGINX
+   * `mirror`, Envoy `request_mirror_policies`) or `fathom shadow gateway` sends it. Answers 202
+   * at once (the copy is replayed later, if the campaign's caps allow); the caller's answer never
+   * depends on it. `x-fathom-intent` labels the request's intent.
+   */
+  @Post(':id/mirror')
+  @HttpCode(202)
+  @UseGuards(ApiTokenGuard)
+  mirror(@Param('id') id: string, @Body() body: unknown, @Headers('x-fathom-intent') intent?: string) {
+    const outcome = this.service.offer(id, body, intent || undefined);
+    if (outcome === 'not-live') throw new NotFoundException(`no running live shadow campaign ${id}`);
+    if (outcome === 'invalid') throw new BadRequestException('not an OpenAI chat completion request');
+    return { accepted: true };
   }
 }

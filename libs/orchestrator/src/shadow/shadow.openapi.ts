@@ -38,5 +38,40 @@ export const SHADOW_OPENAPI: OpenApiExtension = {
         responses: { '200': { description: 'samples' }, '404': { description: 'no such campaign' } },
       },
     },
+    '/v1/shadow-campaigns/{id}/report': {
+      get: {
+        summary:
+          "The report over time: a live campaign's caps, shed counts, candidate breaker, tier and rolling windows (per window and per hour); otherwise the final report",
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '200': { description: 'the report' }, '404': { description: 'no such campaign' } },
+      },
+    },
+    '/v1/shadow-campaigns/{id}/stop': {
+      post: {
+        summary:
+          'Kill switch of a live campaign: no replay starts once this answered, those in flight are aborted',
+        security: [{ apiToken: [] }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          '200': { description: 'stopped (status completed, reason stopped)' },
+          '404': { description: 'no running live campaign' },
+          '409': { description: 'the campaign is not live (it ends by itself)' },
+        },
+      },
+    },
+    '/v1/shadow-campaigns/{id}/mirror': {
+      post: {
+        summary:
+          "Mirror receiver: a copy of a production chat request (NGINX mirror, Envoy request_mirror_policies, fathom shadow gateway); answered 202 at once, replayed later within the campaign's caps. Header x-fathom-intent labels its intent",
+        security: [{ apiToken: [] }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },
+        responses: {
+          '202': { description: 'accepted' },
+          '400': { description: 'not a chat completion request' },
+          '404': { description: 'no running live campaign' },
+        },
+      },
+    },
   },
 };

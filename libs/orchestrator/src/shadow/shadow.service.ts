@@ -1,7 +1,8 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
-import { Topics, type ShadowRequest } from '@fathom/contracts';
+import { ShadowRequestSchema, Topics, type ShadowLiveStatus, type ShadowRequest } from '@fathom/contracts';
 import { cosineSimilarity } from '@fathom/semantic';
 import { consumerGroup } from '@fathom/contracts';
 import {
@@ -14,6 +15,8 @@ import { compileRedactor, redactDeep } from './redaction.util';
 import { callChatTarget, embedTexts } from './shadow-target.client';
 import type { ShadowSample } from '@fathom/contracts';
 import { compareShadowSamples } from './shadow-diff.util';
+import { ShadowLiveRunner } from './shadow-live.runner';
+import { CampaignService } from '../campaign.service';
 import { FieldValidationError, fieldIssues, type FieldIssue } from '../http/field-validation';
 import { ShadowRepository, type StoredShadowCampaign } from '@fathom/storage';
 
@@ -34,15 +37,20 @@ export class ShadowService implements OnApplicationShutdown {
   private readonly logger = new Logger(ShadowService.name);
   private readonly running = new Map<string, Promise<void>>();
   private readonly subscriptions = new Set<Subscription>();
+  private readonly live = new Map<string, ShadowLiveRunner>();
   private closed = false;
+  /** Mirrored copies the bus refused (the mirror already answered 202; the copy is lost, counted). */
+  mirrorDropped = 0;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
     private readonly shadows: ShadowRepository,
+    private readonly campaigns: CampaignService,
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
+    await Promise.all([...this.live.values()].map((r) => r.stop()));
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     await Promise.allSettled(this.running.values());
   }
@@ -56,9 +64,114 @@ export class ShadowService implements OnApplicationShutdown {
     const config = parsed.data;
     const lines = config.source.type === 'jsonl' ? await readJsonl(config.source.path) : null;
     const campaign = await this.shadows.create(config);
+    if (config.source.type === 'live') {
+      await this.startLive(campaign.id, { ...config, source: config.source });
+      return campaign;
+    }
     const done = this.execute(campaign.id, config, lines).finally(() => this.running.delete(campaign.id));
     this.running.set(campaign.id, done);
     return campaign;
+  }
+
+  /**
+   * The kill switch of a live campaign: no replay starts after this resolves (those in flight
+   * are aborted) and the campaign ends `completed` with its live report. 'not-live' for a
+   * campaign that ends by itself, null when there is no such running campaign here.
+   */
+  async stop(id: string): Promise<'stopped' | 'not-live' | null> {
+    const runner = this.live.get(id);
+    if (!runner) {
+      const campaign = await this.shadows.get(id);
+      if (!campaign || campaign.status !== 'running') return null;
+      return campaign.config.source.type === 'live' ? null : 'not-live';
+    }
+    this.live.delete(id);
+    await runner.stop();
+    const samples = (await this.shadows.samples(id)).map((s) => s.sample);
+    await this.shadows.finish(
+      id,
+      'completed',
+      this.liveReport(runner.snapshot(), samples.length, samples, runner.comparesSimilarity),
+      'stopped',
+    );
+    return 'stopped';
+  }
+
+  /**
+   * A mirrored copy of a production request (front proxy `mirror`, or `fathom shadow gateway`)
+   * offered to live campaign `id`: validated, then handed to the bus without waiting, so the
+   * mirror is answered at once. false when `id` is no live campaign running here.
+   */
+  offer(id: string, body: unknown, intent: string | undefined): 'accepted' | 'not-live' | 'invalid' {
+    if (!this.live.has(id)) return 'not-live';
+    const request = ShadowRequestSchema.safeParse({
+      id: randomUUID(),
+      schemaVersion: 1,
+      emittedAt: Date.now(),
+      source: 'mirror',
+      endpoint: '/v1/chat/completions',
+      campaignId: id,
+      intent,
+      body,
+    });
+    if (!request.success) return 'invalid';
+    this.bus.publish(Topics.shadowRequest, request.data).catch((error: Error) => {
+      this.mirrorDropped++;
+      this.logger.warn(`shadow ${id}: mirrored copy lost, the bus refused it: ${error.message}`);
+    });
+    return 'accepted';
+  }
+
+  private async startLive(
+    id: string,
+    config: ShadowCampaignInput & { source: Extract<ShadowCampaignInput['source'], { type: 'live' }> },
+  ): Promise<void> {
+    const redact = compileRedactor(config.redaction);
+    const runner = new ShadowLiveRunner(id, config, {
+      bus: this.bus,
+      replay: async (request, signal) => {
+        const line = ShadowLineSchema.safeParse({
+          body: request.body,
+          intent: request.intent,
+          endpoint: request.endpoint,
+        });
+        if (!line.success) return null;
+        return this.replay(id, config, redactDeep(line.data, redact), signal);
+      },
+      publish: (status, samples) =>
+        this.shadows.updateReport(
+          id,
+          this.liveReport(status, samples, null, config.embeddings !== undefined),
+        ),
+      prune: async (keep) => void (await this.shadows.pruneSamples(id, keep)),
+      startLinked: async (reason) => {
+        const campaignId = config.onRegression.campaignId;
+        if (!campaignId) return null;
+        // Coalesced into an open run of that campaign, as alerts are: a regression that lasts
+        // does not start a run per window.
+        const admission = await this.campaigns.startStoredUnlessOpen(campaignId, 'shadow', reason);
+        return admission?.started?.runId ?? null;
+      },
+      log: (message) => this.logger.log(message),
+    });
+    this.live.set(id, runner);
+    await runner.start();
+  }
+
+  /** `all`: every stored sample, for the overall groups at the end; null while it runs (windows only). */
+  private liveReport(
+    status: ShadowLiveStatus,
+    samples: number,
+    all: ShadowSample[] | null,
+    comparesSimilarity: boolean,
+  ): NonNullable<StoredShadowCampaign['report']> {
+    const latest = status.windows.filter((w) => w.samples > 0).at(-1);
+    return {
+      samples,
+      similarity: comparesSimilarity ? 'compared' : 'not configured',
+      groups: all ? compareShadowSamples(all) : (latest?.groups ?? []),
+      live: status,
+    };
   }
 
   private async execute(
@@ -68,7 +181,8 @@ export class ShadowService implements OnApplicationShutdown {
   ): Promise<void> {
     try {
       const redact = compileRedactor(config.redaction);
-      const replay = (line: ShadowLine) => this.replay(id, config, redactDeep(line, redact));
+      const replay = async (line: ShadowLine) =>
+        void (await this.replay(id, config, redactDeep(line, redact)));
       if (config.source.type === 'topic') {
         await this.fromTopic(id, config.source, replay);
       } else {
@@ -128,7 +242,12 @@ export class ShadowService implements OnApplicationShutdown {
   }
 
   /** `line` is already redacted. */
-  private async replay(id: string, config: ShadowCampaignInput, line: ShadowLine): Promise<void> {
+  private async replay(
+    id: string,
+    config: ShadowCampaignInput,
+    line: ShadowLine,
+    signal?: AbortSignal,
+  ): Promise<ShadowSample> {
     const body = { ...line.body, model: config.model, max_tokens: config.maxTokens };
     // The send order rotates per request: whichever target is sent first gets a head start, and
     // a fixed order (candidate always last) showed up as a candidate latency "difference".
@@ -138,7 +257,7 @@ export class ShadowService implements OnApplicationShutdown {
     await Promise.all(
       targets.map(async (_, k) => {
         const i = (first + k) % targets.length;
-        observed[i] = await callChatTarget(targets[i], body, config.requestTimeoutMs);
+        observed[i] = await callChatTarget(targets[i], body, config.requestTimeoutMs, signal);
       }),
     );
     const [primary, secondary, candidate] = observed;
@@ -169,6 +288,7 @@ export class ShadowService implements OnApplicationShutdown {
       similarityPrimaryCandidate: simPC,
     };
     await this.shadows.addSample(id, line, sample);
+    return sample;
   }
 }
 

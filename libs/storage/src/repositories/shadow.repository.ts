@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Row } from '../database/database';
 import type { ShadowCampaignInput } from '@fathom/contracts';
-import type { ShadowGroupReport, ShadowSample } from '@fathom/contracts';
+import type { ShadowGroupReport, ShadowLiveStatus, ShadowSample } from '@fathom/contracts';
 
 export interface StoredShadowCampaign {
   id: string;
@@ -9,7 +9,13 @@ export interface StoredShadowCampaign {
   config: ShadowCampaignInput;
   status: 'running' | 'completed' | 'failed';
   reason: string | null;
-  report: { samples: number; similarity: 'compared' | 'not configured'; groups: ShadowGroupReport[] } | null;
+  report: {
+    samples: number;
+    similarity: 'compared' | 'not configured';
+    groups: ShadowGroupReport[];
+    /** Live campaigns: caps, breaker, tier and rolling windows (updated while it runs). */
+    live?: ShadowLiveStatus;
+  } | null;
   createdAt: number;
   endedAt: number | null;
 }
@@ -54,6 +60,26 @@ export class ShadowRepository {
       [campaignId],
     );
     return rows.map((r) => ({ request: r.request, sample: r.observations as ShadowSample }));
+  }
+
+  /** A running campaign's report so far (live campaigns, once a window). */
+  async updateReport(id: string, report: NonNullable<StoredShadowCampaign['report']>): Promise<void> {
+    await this.db.query(
+      `UPDATE shadow_campaigns SET report = $2::jsonb WHERE id = $1 AND status = 'running'`,
+      [id, JSON.stringify(report)],
+    );
+  }
+
+  /** Deletes all but the newest `keep` samples of a campaign; returns how many went. */
+  async pruneSamples(campaignId: string, keep: number): Promise<number> {
+    const rows = await this.db.query(
+      `DELETE FROM shadow_samples WHERE id IN (
+         SELECT id FROM shadow_samples WHERE shadow_campaign_id = $1
+         ORDER BY created_at DESC, id DESC OFFSET $2
+       ) RETURNING id`,
+      [campaignId, keep],
+    );
+    return rows.length;
   }
 
   async finish(

@@ -1,0 +1,276 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { startSimTarget, type SimTarget } from '@fathom/sim';
+import { startShadowGateway, type ShadowGateway } from './shadow-gateway';
+
+/** A loopback server on a free port; `handler` answers each request. */
+async function serve(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => handler(req, res, body));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** A deterministic primary: a fixed JSON answer, and an SSE answer in 4 chunks 60 ms apart. */
+const SSE_CHUNKS = [
+  'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"lo "}}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"there"},"finish_reason":"stop"}]}\n\n',
+  'data: [DONE]\n\n',
+];
+const JSON_ANSWER =
+  '{"id":"c2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}';
+
+const chatBody = (stream: boolean) =>
+  JSON.stringify({
+    model: 'm',
+    stream,
+    messages: [{ role: 'user', content: 'write to jane.doe@example.com about order 123456' }],
+  });
+
+async function readTimed(response: Response): Promise<{ bytes: Buffer; firstChunkAt: number }> {
+  const chunks: Buffer[] = [];
+  let firstChunkAt = 0;
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    if (chunks.length === 0) firstChunkAt = performance.now();
+    chunks.push(Buffer.from(chunk));
+  }
+  return { bytes: Buffer.concat(chunks), firstChunkAt };
+}
+
+describe('shadow gateway', () => {
+  let primary: Awaited<ReturnType<typeof serve>>;
+  let receiver: Awaited<ReturnType<typeof serve>>;
+  const copies: Array<{ body: unknown; headers: IncomingMessage['headers'] }> = [];
+  let lastChunkSentAt = 0;
+
+  beforeAll(async () => {
+    primary = await serve((req, res, body) => {
+      const request = body ? (JSON.parse(body) as { stream?: boolean }) : {};
+      if (req.url !== '/v1/chat/completions') {
+        res.writeHead(404, { 'content-type': 'application/json', 'x-request-id': 'r-404' });
+        return res.end('{"error":"no such route"}');
+      }
+      if (!request.stream) {
+        res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'r-json' });
+        return res.end(JSON_ANSWER);
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': 'r-sse' });
+      SSE_CHUNKS.forEach((chunk, i) =>
+        setTimeout(() => {
+          res.write(chunk);
+          if (i === SSE_CHUNKS.length - 1) {
+            lastChunkSentAt = performance.now();
+            res.end();
+          }
+        }, i * 60),
+      );
+    });
+    receiver = await serve((req, res, body) => {
+      copies.push({ body: JSON.parse(body), headers: req.headers });
+      res.writeHead(202).end('{"accepted":true}');
+    });
+  });
+
+  afterAll(async () => {
+    await primary?.close();
+    await receiver?.close();
+  });
+
+  async function gateway(
+    mirrorUrl: string | null,
+    extra: Partial<Parameters<typeof startShadowGateway>[0]> = {},
+  ) {
+    return startShadowGateway({
+      host: '127.0.0.1',
+      port: 0,
+      primary: primary.url,
+      mirror: mirrorUrl ? { url: mirrorUrl, token: 'secret-token' } : null,
+      ...extra,
+    });
+  }
+
+  it('answers byte for byte what the primary answers, streamed chunk by chunk as it arrives', async () => {
+    const sut = await gateway(`${receiver.url}/mirror`);
+    try {
+      for (const stream of [false, true]) {
+        const ask = (base: string) =>
+          fetch(`${base}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: 'Bearer client-key' },
+            body: chatBody(stream),
+          });
+        const direct = await ask(primary.url);
+        const directBody = await readTimed(direct);
+        const proxied = await ask(sut.url);
+        const proxiedBody = await readTimed(proxied);
+        expect(proxied.status).toBe(direct.status);
+        expect(proxied.headers.get('content-type')).toBe(direct.headers.get('content-type'));
+        expect(proxied.headers.get('x-request-id')).toBe(direct.headers.get('x-request-id'));
+        expect(proxiedBody.bytes.equals(directBody.bytes)).toBe(true);
+        // The first chunk reached the caller before the primary sent its last one (180 ms later).
+        if (stream) expect(proxiedBody.firstChunkAt).toBeLessThan(lastChunkSentAt);
+      }
+      // Errors of the primary pass through unchanged too.
+      const notFound = await fetch(`${sut.url}/v1/nope`);
+      expect(notFound.status).toBe(404);
+      expect(await notFound.text()).toBe('{"error":"no such route"}');
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it("sends a redacted copy of each chat request to the receiver, never the caller's key", async () => {
+    copies.length = 0;
+    const sut = await gateway(`${receiver.url}/mirror`);
+    try {
+      await (
+        await fetch(`${sut.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer client-key',
+            'x-fathom-intent': 'support',
+          },
+          body: chatBody(false),
+        })
+      ).text();
+      const deadline = Date.now() + 5000;
+      while (copies.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(copies).toHaveLength(1);
+      const text = JSON.stringify(copies[0].body);
+      expect(text).not.toContain('jane.doe@example.com');
+      expect(text).not.toContain('123456');
+      expect(copies[0].headers.authorization).toBe('Bearer secret-token');
+      expect(copies[0].headers['x-fathom-intent']).toBe('support');
+      expect(sut.stats()).toMatchObject({ forwarded: 1, copied: 1, copiesFailed: 0 });
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('fails open: a dead or hanging receiver never changes or delays what the caller gets', async () => {
+    const dead = await serve(() => undefined);
+    const deadUrl = dead.url;
+    await dead.close(); // nothing listens there any more
+    const hanging = await serve(() => undefined); // accepts, never answers
+    for (const [mirrorUrl, cap] of [
+      [`${deadUrl}/mirror`, 64],
+      [`${hanging.url}/mirror`, 2],
+    ] as const) {
+      const sut: ShadowGateway = await gateway(mirrorUrl, { maxPendingCopies: cap, copyTimeoutMs: 500 });
+      try {
+        for (let i = 0; i < 5; i++) {
+          const answer = await fetch(`${sut.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: chatBody(false),
+          });
+          expect(answer.status).toBe(200);
+          expect(await answer.text()).toBe(JSON_ANSWER);
+        }
+        const deadline = Date.now() + 3000;
+        while (sut.stats().copiesFailed + sut.stats().copiesDropped < 5 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20));
+        const stats = sut.stats();
+        expect(stats.forwarded).toBe(5);
+        expect(stats.copied).toBe(0);
+        expect(stats.copiesFailed + stats.copiesDropped).toBe(5);
+        if (cap === 2) expect(stats.copiesDropped).toBeGreaterThan(0);
+      } finally {
+        await sut.close();
+      }
+    }
+    await hanging.close();
+  });
+
+  it('answers 502 naming the cause when the primary cannot be reached', async () => {
+    const gone = await serve(() => undefined);
+    const url = gone.url;
+    await gone.close();
+    const sut = await startShadowGateway({ host: '127.0.0.1', port: 0, primary: url, mirror: null });
+    try {
+      const answer = await fetch(`${sut.url}/v1/models`);
+      expect(answer.status).toBe(502);
+      expect(await answer.text()).toMatch(/primary unreachable/);
+      expect(sut.stats().primaryUnreachable).toBe(1);
+    } finally {
+      await sut.close();
+    }
+  });
+
+  describe('with the official openai client against the simulator', () => {
+    let sim: SimTarget;
+    beforeAll(async () => {
+      sim = await startSimTarget({ port: 0, config: { timeScale: 0.05 } as never });
+    });
+    afterAll(async () => sim?.close());
+
+    it('streams, answers and calls tools through the gateway as the primary does', async () => {
+      copies.length = 0;
+      const sut = await startShadowGateway({
+        host: '127.0.0.1',
+        port: 0,
+        primary: sim.url,
+        mirror: { url: `${receiver.url}/mirror` },
+      });
+      try {
+        const client = new OpenAI({ baseURL: `${sut.url}/v1`, apiKey: 'client-key', maxRetries: 0 });
+        const [model] = (await client.models.list()).data;
+        const plain = await client.chat.completions.create({
+          model: model.id,
+          messages: [{ role: 'user', content: 'Say hello.' }],
+          max_tokens: 16,
+        });
+        expect(plain.choices[0].message.content?.length).toBeGreaterThan(0);
+        const stream = await client.chat.completions.create({
+          model: model.id,
+          messages: [{ role: 'user', content: 'Count to five.' }],
+          max_tokens: 16,
+          stream: true,
+        });
+        let streamed = '';
+        for await (const chunk of stream) streamed += chunk.choices[0]?.delta?.content ?? '';
+        expect(streamed.length).toBeGreaterThan(0);
+        const withTools = await client.chat.completions.create({
+          model: model.id,
+          messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+          tools: [
+            {
+              type: 'function',
+              function: {
+                name: 'weather',
+                parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+              },
+            },
+          ],
+          tool_choice: 'required',
+          max_tokens: 32,
+        });
+        expect(withTools.choices[0].message.tool_calls?.[0]?.type).toBe('function');
+        const deadline = Date.now() + 5000;
+        while (copies.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        expect(copies).toHaveLength(3); // the three chat requests, not /v1/models
+      } finally {
+        await sut.close();
+      }
+    });
+  });
+});

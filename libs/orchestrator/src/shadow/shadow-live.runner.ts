@@ -1,0 +1,268 @@
+import { createHash } from 'node:crypto';
+import type { Bus, Subscription } from '@fathom/bus';
+import {
+  Topics,
+  consumerGroup,
+  type ShadowCampaignInput,
+  type ShadowLiveStatus,
+  type ShadowRequest,
+  type ShadowSample,
+  type ShadowWindowReport,
+} from '@fathom/contracts';
+import { compareShadowSamples } from './shadow-diff.util';
+
+type LiveSource = Extract<ShadowCampaignInput['source'], { type: 'live' }>;
+
+/** What the runner needs from the service: replay one (already sampled) request, store its sample. */
+export interface LiveRunnerDeps {
+  readonly bus: Bus;
+  /** Redacts, replays against the three targets, stores; resolves with the sample (null: not stored). */
+  replay(request: ShadowRequest, signal: AbortSignal): Promise<ShadowSample | null>;
+  /** Stores the live status as the campaign's report. */
+  publish(status: ShadowLiveStatus, samples: number): Promise<void>;
+  /** Deletes all but the newest `keep` stored samples. */
+  prune(keep: number): Promise<void>;
+  /** Starts the linked campaign (`onRegression.campaignId`); the run id, or null if none started. */
+  startLinked(reason: string): Promise<string | null>;
+  log(message: string): void;
+}
+
+/** Windows kept in the live status (one hour at the default 60 s window). */
+const WINDOWS_KEPT = 60;
+/** Hours kept in the live status. */
+const HOURS_KEPT = 24;
+/** Samples an hour's report is computed from (reservoir); bounded memory however long it runs. */
+const HOUR_RESERVOIR = 5000;
+/** Consecutive candidate failures that open its breaker, and how long it stays open (ms). */
+const BREAKER_FAILURES = 5;
+const BREAKER_COOLDOWN_MS = 10_000;
+/** Stored samples are pruned to `keepSamples` after this many new ones. */
+const PRUNE_EVERY = 100;
+
+/**
+ * An always-on shadow campaign fed by live traffic. Invariants:
+ * - requests in flight never exceed the campaign's `concurrency`, and replays started never
+ *   exceed `maxRatePerSec` (token bucket, burst = one second's worth): the rest is shed and
+ *   counted, never queued, so production's copies cannot pile up in Fathom;
+ * - the candidate's breaker opens after 5 consecutive failures and sheds for 10 s (then one
+ *   half-open replay decides);
+ * - after `stop()` no new replay starts and those in flight are aborted: mirroring stops at
+ *   once (the kill switch);
+ * - memory is bounded: the current window's samples, a 5,000-sample reservoir for the hour,
+ *   60 windows and 24 hours of aggregates.
+ */
+export class ShadowLiveRunner {
+  private subscription: Subscription | null = null;
+  private readonly abort = new AbortController();
+  private readonly inFlight = new Set<Promise<void>>();
+  private tokens: number;
+  private refilledAt = performance.now();
+  private windowTimer: NodeJS.Timeout | null = null;
+  private window: ShadowSample[] = [];
+  private windowStartedAt = Date.now();
+  private hour: ShadowSample[] = [];
+  private hourSeen = 0;
+  private hourStartedAt = Date.now();
+  private sinceprune = 0;
+  private consecutiveFailures = 0;
+  private breakerOpenUntil = 0;
+  private regressedInARow = 0;
+  private stopped = false;
+  private status: {
+    offered: number;
+    replayed: number;
+    shed: { sampled: number; rate: number; concurrency: number; breaker: number };
+    tier: 'ok' | 'regressed';
+    linkedRuns: string[];
+    windows: ShadowWindowReport[];
+    hours: ShadowWindowReport[];
+  } = {
+    offered: 0,
+    replayed: 0,
+    shed: { sampled: 0, rate: 0, concurrency: 0, breaker: 0 },
+    tier: 'ok',
+    linkedRuns: [],
+    windows: [],
+    hours: [],
+  };
+  private stored = 0;
+
+  constructor(
+    private readonly id: string,
+    private readonly config: ShadowCampaignInput & { source: LiveSource },
+    private readonly deps: LiveRunnerDeps,
+  ) {
+    this.tokens = config.source.maxRatePerSec;
+  }
+
+  get comparesSimilarity(): boolean {
+    return this.config.embeddings !== undefined;
+  }
+
+  async start(): Promise<void> {
+    // One group per campaign: every campaign sees every offered request once, whatever the
+    // number of orchestrators sharing the topic's partitions.
+    this.subscription = await this.deps.bus.subscribe(
+      Topics.shadowRequest,
+      { group: consumerGroup('orchestrator', Topics.shadowRequest, this.id) },
+      (request) => this.offer(request),
+    );
+    this.windowTimer = setInterval(() => void this.closeWindow(), this.config.source.windowMs);
+    this.windowTimer.unref();
+  }
+
+  /** The kill switch: no replay starts after this returns, and those in flight are aborted. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.abort.abort(new Error('shadow campaign stopped'));
+    if (this.windowTimer) clearInterval(this.windowTimer);
+    await this.subscription?.close();
+    await Promise.allSettled(this.inFlight);
+    await this.closeWindow();
+  }
+
+  snapshot(): ShadowLiveStatus {
+    return {
+      ...this.status,
+      shed: { ...this.status.shed },
+      linkedRuns: [...this.status.linkedRuns],
+      windows: [...this.status.windows],
+      hours: [...this.status.hours],
+      candidateBreaker: this.breakerState(),
+    };
+  }
+
+  /** Called for every message of the topic; returns at once (the replay runs on its own). */
+  private offer(request: ShadowRequest): void {
+    if (this.stopped) return;
+    if (request.campaignId !== undefined && request.campaignId !== this.id) return;
+    this.status.offered++;
+    if (!sampled(request.id, this.config.source.sampleRate)) return void this.status.shed.sampled++;
+    if (this.inFlight.size >= this.config.concurrency) return void this.status.shed.concurrency++;
+    if (!this.takeToken()) return void this.status.shed.rate++;
+    const breaker = this.breakerState();
+    if (breaker === 'open' || (breaker === 'half-open' && this.inFlight.size > 0))
+      return void this.status.shed.breaker++;
+    const replay = this.replay(request).finally(() => this.inFlight.delete(replay));
+    this.inFlight.add(replay);
+  }
+
+  private async replay(request: ShadowRequest): Promise<void> {
+    let sample: ShadowSample | null;
+    try {
+      sample = await this.deps.replay(request, this.abort.signal);
+    } catch (error) {
+      if (!this.stopped) this.deps.log(`shadow ${this.id}: replay failed: ${(error as Error).message}`);
+      return;
+    }
+    if (!sample || this.stopped) return;
+    this.status.replayed++;
+    this.stored++;
+    if (sample.candidate.ok) {
+      this.consecutiveFailures = 0;
+      this.breakerOpenUntil = 0;
+    } else if (++this.consecutiveFailures >= BREAKER_FAILURES) {
+      this.breakerOpenUntil = Date.now() + BREAKER_COOLDOWN_MS;
+      this.consecutiveFailures = 0;
+      this.deps.log(`shadow ${this.id}: candidate failing, breaker open for ${BREAKER_COOLDOWN_MS} ms`);
+    }
+    this.window.push(sample);
+    this.addToHour(sample);
+    if (++this.sinceprune >= PRUNE_EVERY) {
+      this.sinceprune = 0;
+      await this.deps.prune(this.config.source.keepSamples);
+      this.stored = Math.min(this.stored, this.config.source.keepSamples);
+    }
+  }
+
+  private takeToken(): boolean {
+    const now = performance.now();
+    const rate = this.config.source.maxRatePerSec;
+    this.tokens = Math.min(rate, this.tokens + ((now - this.refilledAt) / 1000) * rate);
+    this.refilledAt = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  private breakerState(): 'closed' | 'open' | 'half-open' {
+    if (this.breakerOpenUntil === 0) return 'closed';
+    return Date.now() < this.breakerOpenUntil ? 'open' : 'half-open';
+  }
+
+  /** Reservoir sampling (Vitter's R) so the hour's report stays bounded. */
+  private addToHour(sample: ShadowSample): void {
+    this.hourSeen++;
+    if (this.hour.length < HOUR_RESERVOIR) this.hour.push(sample);
+    else {
+      const j = Math.floor(Math.random() * this.hourSeen);
+      if (j < HOUR_RESERVOIR) this.hour[j] = sample;
+    }
+  }
+
+  private async closeWindow(): Promise<void> {
+    const now = Date.now();
+    const report = windowReport(this.window, this.windowStartedAt, now);
+    this.window = [];
+    this.windowStartedAt = now;
+    this.status.windows = [...this.status.windows, report].slice(-WINDOWS_KEPT);
+    if (now - this.hourStartedAt >= 3_600_000) {
+      this.status.hours = [...this.status.hours, windowReport(this.hour, this.hourStartedAt, now)].slice(
+        -HOURS_KEPT,
+      );
+      this.hour = [];
+      this.hourSeen = 0;
+      this.hourStartedAt = now;
+    }
+    if (report.samples > 0) await this.judge(report);
+    await this.deps.publish(this.snapshot(), this.stored);
+  }
+
+  /** A sustained regression (`onRegression.windows` in a row) changes the tier and may start the linked campaign. */
+  private async judge(report: ShadowWindowReport): Promise<void> {
+    this.regressedInARow = report.regressed ? this.regressedInARow + 1 : 0;
+    if (!report.regressed) {
+      this.status.tier = 'ok';
+      return;
+    }
+    if (this.regressedInARow < this.config.onRegression.windows || this.status.tier === 'regressed') return;
+    this.status.tier = 'regressed';
+    const what = report.groups
+      .flatMap((g) =>
+        g.differences.map(
+          (d) =>
+            `${g.endpoint} ${g.intent}: ${d.metric} +${round(d.candidateDifference)} (noise ${round(d.noiseFloor)})`,
+        ),
+      )
+      .join('; ');
+    const reason = `shadow ${this.id}: candidate regressed in ${this.regressedInARow} windows: ${what}`;
+    this.deps.log(reason);
+    if (this.stopped) return;
+    const runId = await this.deps.startLinked(reason);
+    if (runId) this.status.linkedRuns = [...this.status.linkedRuns, runId].slice(-100);
+  }
+}
+
+function windowReport(
+  samples: readonly ShadowSample[],
+  startedAt: number,
+  endedAt: number,
+): ShadowWindowReport {
+  const groups = samples.length > 0 ? compareShadowSamples(samples) : [];
+  return {
+    startedAt,
+    endedAt,
+    samples: samples.length,
+    groups,
+    regressed: groups.some((g) => g.differences.length > 0),
+  };
+}
+
+/** Deterministic per request id, so every orchestrator (and a retry) decides the same. */
+function sampled(id: string, rate: number): boolean {
+  if (rate >= 1) return true;
+  return createHash('sha1').update(id).digest().readUInt32BE(0) / 0x1_0000_0000 < rate;
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000;

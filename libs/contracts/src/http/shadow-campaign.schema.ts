@@ -180,7 +180,7 @@ export interface ShadowLiveStatus {
   readonly candidateBreaker: 'closed' | 'open' | 'half-open';
   /** `regressed` once `onRegression.windows` windows in a row regressed; `ok` again after a clean one. */
   readonly tier: 'ok' | 'regressed';
-  /** Runs of `onRegression.campaignId` started by a regression. */
+  /** Runs of `onRegression.campaignId` a regression started (or joined, when one was open). */
   readonly linkedRuns: string[];
   /** The last 60 windows, newest last. */
   readonly windows: ShadowWindowReport[];

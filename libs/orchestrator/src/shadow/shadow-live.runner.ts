@@ -22,7 +22,7 @@ export interface LiveRunnerDeps {
   publish(status: ShadowLiveStatus, samples: number): Promise<void>;
   /** Deletes all but the newest `keep` stored samples. */
   prune(keep: number): Promise<void>;
-  /** Starts the linked campaign (`onRegression.campaignId`); the run id, or null if none started. */
+  /** Starts the linked campaign (`onRegression.campaignId`): the run started or the open run it joined; null without one. */
   startLinked(reason: string): Promise<string | null>;
   log(message: string): void;
 }

@@ -150,7 +150,7 @@ export class ShadowService implements OnApplicationShutdown {
         // Coalesced into an open run of that campaign, as alerts are: a regression that lasts
         // does not start a run per window.
         const admission = await this.campaigns.startStoredUnlessOpen(campaignId, 'shadow', reason);
-        return admission?.started?.runId ?? null;
+        return admission?.started?.runId ?? admission?.refused?.id ?? null;
       },
       log: (message) => this.logger.log(message),
     });

@@ -10,6 +10,7 @@ import { InjectBus, consume, subscribeAll, type Bus, type Subscription } from '@
 import { CampaignRepository, RunRepository, createRepositories } from '@fathom/storage';
 import {
   Topics,
+  envelope,
   type BreakerChange,
   type RunReport,
   type SloTierChange,
@@ -45,6 +46,8 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private resumeTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Runs a shard stopped on `slo.abortOnFail`, whose other shards were told to stop (once each). */
+  private readonly stoppedOnSlo = new Set<string>();
 
   constructor(
     @InjectBus() private readonly bus: Bus,
@@ -138,6 +141,19 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
   private async onLifecycle(event: RunLifecycle): Promise<void> {
     if (event.phase === 'shard-started') {
       await this.runs.transition(event.runId, 'running', { at: event.emittedAt });
+    }
+    if (event.endReason === 'slo-failed' && !this.stoppedOnSlo.has(event.runId)) {
+      // k6-style thresholds stop the whole run: a shard that judged the campaign's SLO failed
+      // (slo.abortOnFail) stopped itself; the others, on any generator, are stopped here. The run
+      // is not marked aborted (no user asked): its summary ends with endReason slo-failed.
+      this.stoppedOnSlo.add(event.runId);
+      if (this.stoppedOnSlo.size > 10_000) this.stoppedOnSlo.delete(this.stoppedOnSlo.values().next().value!);
+      await this.bus.publish(Topics.runControl, {
+        ...envelope(event.campaignId, event.runId),
+        kind: 'abort',
+        reason: 'slo.abortOnFail: a shard found the campaign SLO failed',
+      });
+      this.logger.log(`run ${event.runId}: slo.abortOnFail, the other shards are stopped`);
     }
   }
 

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { runShard, type RunShardOptions, type ShardResult, type TelemetrySink } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
@@ -85,35 +85,12 @@ export class ThreadShardEngine implements ShardEngine {
  */
 const ABORT_GRACE_MS = 10_000;
 
-/** The workspace root (holds .swcrc), for compiling the worker from source; null when built. */
-function sourceRoot(from: string): string | null {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, '.swcrc'))) return dir;
-    if (dirname(dir) === dir) return null;
-  }
-}
-
-// From source (jest, the benches) the worker entry is TypeScript, which a worker thread cannot
-// load: this bootstrap compiles it and everything it imports with @swc/core and the workspace
-// .swcrc (its paths turn @fathom/* into relative imports), as bench/ts-register.js does for the
-// main thread. Built (dist/), the entry is the compiled .js and no bootstrap runs.
-const TS_BOOTSTRAP = `
-const { readFileSync } = require('node:fs');
-const { join } = require('node:path');
-const { createRequire } = require('node:module');
-const { workerData } = require('node:worker_threads');
-const { entry, root } = workerData.bootstrap;
-const swc = createRequire(entry)('@swc/core');
-const swcrc = JSON.parse(readFileSync(join(root, '.swcrc'), 'utf8'));
-delete swcrc.$schema;
-swcrc.jsc.baseUrl = root;
-require.extensions['.ts'] = (module, filename) =>
-  module._compile(
-    swc.transformSync(readFileSync(filename, 'utf8'), { ...swcrc, filename, swcrc: false, sourceMaps: false }).code,
-    filename,
-  );
-createRequire(entry)(entry);
-`;
+/**
+ * The workspace's one TypeScript bootstrap (libs/testing/src/ts-register.js), for the worker from
+ * source (jest, the benches): a worker thread cannot load a .ts entry by itself. Built (dist/),
+ * the entry is the compiled .js and no bootstrap runs.
+ */
+const TS_REGISTER = join(__dirname, '..', '..', 'testing', 'src', 'ts-register.js');
 
 /**
  * One shard's engine on its own worker thread (`engine.worker`). The thread starts loading the
@@ -147,12 +124,13 @@ export class EngineThread implements ShardEngineRun {
     this.ready.catch(() => undefined);
     const compiled = __filename.endsWith('.js');
     const entry = join(__dirname, `engine.worker.${compiled ? 'js' : 'ts'}`);
-    const root = compiled ? null : sourceRoot(__dirname);
-    if (!compiled && root === null)
-      throw new Error(`no .swcrc above ${__dirname} to compile the engine worker`);
+    if (!compiled && !existsSync(TS_REGISTER))
+      throw new Error(`no ${TS_REGISTER} to compile the engine worker from source`);
     this.worker = compiled
       ? new Worker(entry)
-      : new Worker(TS_BOOTSTRAP, { eval: true, workerData: { bootstrap: { entry, root } } });
+      : new Worker(`require(${JSON.stringify(TS_REGISTER)}); require(${JSON.stringify(entry)});`, {
+          eval: true,
+        });
     // Idle (a spare), the thread must not keep the process alive; `bind` holds it.
     this.worker.unref();
     this.worker.on('message', this.onReport);

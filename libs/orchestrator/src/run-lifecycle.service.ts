@@ -16,10 +16,15 @@ import {
   type SloTierChange,
   type RunLifecycle,
 } from '@fathom/contracts';
-import { decideRerun } from '@fathom/analysis';
+import {
+  campaignRunHistory,
+  decideRerun,
+  measurementInvalidity,
+  rerunReason,
+  type ReportedValidity,
+} from '@fathom/analysis';
 import { CampaignService } from './campaign.service';
 import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from './orchestrator.settings';
-import { measurementInvalidity, rerunBackoffMs, type ReportedValidity } from './rerun-trigger.util';
 import { RerunRepository, type ScheduledRerun } from '@fathom/storage';
 
 /** How soon a due rerun whose campaign has a run open looks again. */
@@ -170,9 +175,8 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
     }
     const validity = (event as RunReport & { validity?: ReportedValidity }).validity;
     const invalid = measurementInvalidity(summary, validity);
-    const requested = (await this.reruns.takeRequest(event.runId)) ?? undefined;
-    const reason = [requested, invalid].filter((r): r is string => r !== undefined && r !== null).join('; ');
-    if (reason) await this.considerRerun(event.campaignId, event.runId, reason);
+    const reason = rerunReason(await this.reruns.takeRequest(event.runId), invalid);
+    if (reason !== null) await this.considerRerun(event.campaignId, event.runId, reason);
   }
 
   private async onBreakerChange(event: BreakerChange): Promise<void> {
@@ -214,35 +218,24 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
   private async considerRerun(campaignId: string, runId: string, reason: string): Promise<void> {
     const campaign = await this.campaigns.get(campaignId);
     if (!campaign) return;
-    const history = await this.runs.list({ campaignId });
-    const ended = history.map((r) => r.endedAt).filter((t): t is number => t !== null);
-    const rerunsStarted = history.filter((r) => r.trigger === 'rerun').length;
+    const history = campaignRunHistory(
+      await this.runs.list({ campaignId }),
+      await this.reruns.hasWaiting(campaignId),
+    );
     const decision = decideRerun(
-      campaign.spec.reruns,
       {
-        rerunsStarted,
-        // Waiting for its time, or started and not yet ended.
-        rerunPending:
-          (await this.reruns.hasWaiting(campaignId)) ||
-          history.some((r) => r.trigger === 'rerun' && (r.status === 'pending' || r.status === 'running')),
-        lastRunEndedAt: history.some((r) => r.endedAt === null)
-          ? null
-          : ended.length
-            ? Math.max(...ended)
-            : null,
+        ...campaign.spec.reruns,
+        backoffMs: this.config.FATHOM_RERUN_BACKOFF_MS,
+        backoffMaxMs: this.config.FATHOM_RERUN_BACKOFF_MAX_MS,
       },
+      history,
       Date.now(),
     );
     if (!decision.start) {
       this.logger.log(`no rerun of campaign ${campaignId} after run ${runId}: ${decision.reason}`);
       return;
     }
-    const backoffMs = rerunBackoffMs(
-      rerunsStarted,
-      this.config.FATHOM_RERUN_BACKOFF_MS,
-      this.config.FATHOM_RERUN_BACKOFF_MAX_MS,
-    );
-    const delayMs = Math.max(decision.delayMs, backoffMs);
+    const { delayMs } = decision;
     const scheduled = await this.reruns.schedule({
       campaignId,
       parentRunId: runId,

@@ -6,39 +6,43 @@ import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thr
 import type { ShardControls } from './shard-controls';
 
 /**
- * What the service hands an engine: `runShard`'s options without the in-process-only hooks, and
+ * What the service hands a shard host: `runShard`'s options without the in-process-only hooks, and
  * the shard's live controls (breakers, GPU memory), which reach the engine on either side.
  */
-export type ShardEngineOptions = Pick<
+export type ShardHostOptions = Pick<
   RunShardOptions,
   'spec' | 'shard' | 'runId' | 'campaignId' | 'generatorId' | 'sink' | 'signal'
 > & { controls?: ShardControls };
 
 /**
- * One shard's engine, made ready before the shard is announced: `ready` resolves when it can
+ * One shard placed on a host (the engine, `runShard` from @fathom/load, on this event loop or a
+ * worker thread), made ready before the shard is announced: `ready` resolves when it can
  * start at once (a worker has loaded its code; rejects when it cannot), `start` runs the shard to
  * its end. The service publishes shard-started between the two, so a worker's start-up is not
  * counted in the run's time and no record comes before the announcement.
  */
-export interface ShardEngineRun {
+export interface HostedShard {
   readonly ready: Promise<void>;
   start(): Promise<ShardResult>;
 }
 
-/** Where shards run: `InlineShardEngine` or `ThreadShardEngine`. */
-export interface ShardEngine {
+/**
+ * Where shards run: `InlineShardHost` (this event loop) or `ThreadShardHost` (a worker thread
+ * each). Not the engine itself: the engine is `runShard` in @fathom/load, which both hosts call.
+ */
+export interface ShardHost {
   /** Prepares what the first shard would otherwise wait for (called at boot). */
   warm(): void;
-  run(options: ShardEngineOptions): ShardEngineRun;
-  /** Ends what the engine holds between shards (not the shards themselves). */
+  run(options: ShardHostOptions): HostedShard;
+  /** Ends what the host holds between shards (not the shards themselves). */
   close(): Promise<void>;
 }
 
 /** The engine on the caller's event loop, as before worker threads. */
-export class InlineShardEngine implements ShardEngine {
+export class InlineShardHost implements ShardHost {
   warm(): void {}
 
-  run(options: ShardEngineOptions): ShardEngineRun {
+  run(options: ShardHostOptions): HostedShard {
     const { controls, ...shard } = options;
     const hooks = controls ? { gate: controls.gate, gpu: controls.gpu } : {};
     return { ready: Promise.resolve(), start: () => runShard({ ...shard, ...hooks }) };
@@ -52,7 +56,7 @@ export class InlineShardEngine implements ShardEngine {
  * ~0.35 s built and ~0.45 s from source (module compilation, measured), so one spare worker is
  * kept loaded: a shard takes it and the next spare starts loading at once.
  */
-export class ThreadShardEngine implements ShardEngine {
+export class ThreadShardHost implements ShardHost {
   private spare: EngineThread | null = null;
   private closed = false;
 
@@ -61,7 +65,7 @@ export class ThreadShardEngine implements ShardEngine {
     if (!this.closed) this.spare ??= new EngineThread();
   }
 
-  run(options: ShardEngineOptions): ShardEngineRun {
+  run(options: ShardHostOptions): HostedShard {
     const spare = this.spare;
     this.spare = null;
     // A spare that died while idle is replaced (its death is no shard's failure).
@@ -101,7 +105,7 @@ const TS_REGISTER = join(__dirname, '..', '..', 'testing', 'src', 'ts-register.j
  * An abort of the shard's signal is forwarded (the engine stops its load within a second, as
  * inline).
  */
-export class EngineThread implements ShardEngineRun {
+export class EngineThread implements HostedShard {
   /** Resolves on the worker's `ready`; rejects, as `result` does, when it dies first. */
   readonly ready: Promise<void>;
   readonly result: Promise<ShardResult>;
@@ -149,7 +153,7 @@ export class EngineThread implements ShardEngineRun {
   }
 
   /** Gives the thread its shard (once). */
-  bind(options: ShardEngineOptions): this {
+  bind(options: ShardHostOptions): this {
     if (this.shard !== null) throw new Error('an engine thread runs one shard');
     const { spec, shard, runId, campaignId, generatorId, sink, signal, controls } = options;
     this.shard = { data: { spec, shard, runId, campaignId, generatorId }, sink, signal };

@@ -13,8 +13,8 @@ import { LoadMetrics } from './load.metrics';
 import { METRICS_REGISTRY } from '@fathom/observability';
 import type { Registry } from 'prom-client';
 import { probeTarget, withResolvedModel } from './target-probe';
-import { SHARD_ENGINE, type ShardEngine } from './engine-thread.config';
-import type { ShardEngineRun } from './engine-thread';
+import { SHARD_HOST, type ShardHost } from './engine-thread.config';
+import type { HostedShard } from './engine-thread';
 import { ShardControls } from './shard-controls';
 import { LOAD_GENERATOR_SETTINGS, type LoadGeneratorSettings } from './load-generator.settings';
 
@@ -29,7 +29,7 @@ interface ActiveShard {
  * background: the handler returns as soon as it started, so a long run never holds the
  * consumer (and its group membership) hostage. Aborts arrive on a broadcast topic that each
  * generator reads in its own group, as do breaker changes (whose paths the shard stops sending on
- * while open) and GPU telemetry (the adaptive profile's memory reading). The engine runs where `SHARD_ENGINE` says: on its own worker
+ * while open) and GPU telemetry (the adaptive profile's memory reading). The engine runs where `SHARD_HOST` says: on its own worker
  * thread by default (FATHOM_ENGINE_THREAD); its records and windows reach the publisher here.
  */
 @Injectable()
@@ -47,7 +47,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @InjectBus() private readonly bus: Bus,
     @Inject(METRICS_REGISTRY) registry: Registry,
-    @Inject(SHARD_ENGINE) private readonly engine: ShardEngine,
+    @Inject(SHARD_HOST) private readonly host: ShardHost,
     @Inject(LOAD_GENERATOR_SETTINGS) settings: LoadGeneratorSettings,
   ) {
     this.generatorId = settings.FATHOM_GENERATOR_ID;
@@ -55,7 +55,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onModuleInit(): Promise<void> {
-    this.engine.warm();
+    this.host.warm();
     this.subscriptions.push(
       ...(await subscribeAll(this.bus, 'load-generator', [
         consume(Topics.runShard, (c) => this.onShard(c), { fromBeginning: true }),
@@ -80,7 +80,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     await Promise.all(this.subscriptions.map((s) => s.close()));
     for (const shard of this.active.values()) shard.abort.abort(new Error('load-generator shutting down'));
     await Promise.all([...this.active.values()].map((s) => s.done));
-    await this.engine.close();
+    await this.host.close();
   }
 
   private onAbort(runId: string): void {
@@ -150,9 +150,9 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       await lifecycle('shard-failed', empty, spec);
       return;
     }
-    let engine: ShardEngineRun;
+    let engine: HostedShard;
     try {
-      engine = this.engine.run({
+      engine = this.host.run({
         spec,
         shard,
         runId,

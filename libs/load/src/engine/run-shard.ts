@@ -105,11 +105,11 @@ function nextMacrotask(): Promise<void> {
 
 /** Runs shard `shard.index` of `shard.count` of a campaign until its duration ends or `signal` aborts. */
 export async function runShard(options: RunShardOptions): Promise<ShardResult> {
-  const engine = new ShardEngine(options);
+  const engine = new ShardRun(options);
   return engine.run();
 }
 
-class ShardEngine {
+class ShardRun {
   private readonly spec: CampaignSpec;
   private readonly profile: LoadProfile;
   private readonly shard: { index: number; count: number };

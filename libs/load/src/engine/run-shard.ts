@@ -1,7 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { CampaignSpec, LoadProfile, LoadSegment, RequestRecord, ShardCounts } from '@fathom/contracts';
 import * as hdr from 'hdr-histogram-js';
-import { AimdController, type AimdStep } from '../adaptive/aimd.controller';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
 import type { PromptSource } from '../dataset/prompt.source';
 import type { PromptItem } from '../dataset/prompt-item';
@@ -20,7 +19,7 @@ import { PhasedRecorder, type PhaseSlot } from '../measure/phased.recorder';
 import { SloAbortWatch } from '../threshold/slo-abort.watch';
 import { WindowEncoder } from '../measure/window.encoder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
-import { replaySchedule, scheduleFor, type ArrivalSchedule } from '../profile/arrival.schedule';
+import { replaySchedule, scheduleFor } from '../profile/arrival.schedule';
 import { intentPathsOf, loadReplay } from '../profile/replay.loader';
 import { TracePromptBuilder } from '../dataset/trace-prompt.builder';
 import { shareOf } from '../profile/shard-share.util';
@@ -29,6 +28,10 @@ import { Sleeper } from './sleeper';
 import { createDriver, promptSourceOf } from './driver.factory';
 import { tpotMs } from './tpot.util';
 import { runSweep, type StepTag, type SweepResult } from './sweep.executor';
+import { runAdaptive, type AdaptiveTrace } from './adaptive.executor';
+import { runClosed } from './closed.executor';
+import type { AdaptiveExecutorContext } from './executor.context';
+import { runOpen } from './open.executor';
 
 /** Outputs only consume and must never block the engine (k6's rule): both are called inline. */
 export interface TelemetrySink {
@@ -62,14 +65,7 @@ export interface RunShardOptions {
   tap?: (requestId: string, outcome: DriverOutcome, sentMono: number) => void;
 }
 
-export interface AdaptiveTrace {
-  atMs: number;
-  p95Ms: number | null;
-  gpuMemoryUsed: number | null;
-  concurrency: number;
-  inputScale: number;
-  reason: AimdStep['reason'];
-}
+export type { AdaptiveTrace } from './adaptive.executor';
 
 /** The contract's counts (the service adds recordsPublished/windowsPublished) and what only we know. */
 export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'windowsPublished'> {
@@ -94,14 +90,6 @@ export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'win
 }
 
 const CLOSED_DEFAULT: LoadProfile = { type: 'closed', seed: 1, thinkTimeMs: 0, thinkTimeJitterMs: 0 };
-/** A gated virtual user waits this long before it asks the gate again (no busy loop). */
-const GATED_BACKOFF_MS = 100;
-const ADAPTIVE_TRACE_CAP = 600;
-
-/** Resolves in a later macrotask (after the event loop's next poll for I/O). */
-function nextMacrotask(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** Runs shard `shard.index` of `shard.count` of a campaign until its duration ends or `signal` aborts. */
 export async function runShard(options: RunShardOptions): Promise<ShardResult> {
@@ -109,10 +97,10 @@ export async function runShard(options: RunShardOptions): Promise<ShardResult> {
   return engine.run();
 }
 
-class ShardRun {
+class ShardRun implements AdaptiveExecutorContext {
   private readonly spec: CampaignSpec;
   private readonly profile: LoadProfile;
-  private readonly shard: { index: number; count: number };
+  readonly shard: { index: number; count: number };
   /** One window recorder per phase (sweep step x warm-up/measured/cool-down). */
   private readonly recorder: PhasedRecorder;
   /** The current step (the whole run unless sweeping) and its time span, for its segments. */
@@ -126,7 +114,7 @@ class ShardRun {
   private runStartMono = 0;
   /** Encodes closed windows in later macrotasks (one histogram each), delivering them in order. */
   private readonly encoder: WindowEncoder;
-  private readonly sleeper = new Sleeper();
+  readonly sleeper = new Sleeper();
   /**
    * In-flight requests in start order. Every request has the same timeout, so this is also
    * deadline order: one timer, armed for the oldest deadline, serves them all (no timer per
@@ -153,8 +141,8 @@ class ShardRun {
   private driver!: RequestDriver;
   private source: PromptSource | null = null;
   private tokenizer: TextTokenizer = O200K_BASE;
-  private stopped = false;
-  private inFlight = 0;
+  stopped = false;
+  inFlight = 0;
   private slotWaiter: (() => void) | null = null;
   private drainWaiter: (() => void) | null = null;
   private seq = 0;
@@ -163,6 +151,7 @@ class ShardRun {
   private readonly mono0 = performance.now();
   /** Latency tap for the adaptive controller (successful requests of the current interval). */
   private intervalHistogram: hdr.Histogram | null = null;
+  private latencyMetric: 'ttft' | 'e2e' = 'e2e';
   private readonly counts: ShardResult = {
     sent: 0,
     completed: 0,
@@ -252,36 +241,42 @@ class ShardRun {
       const p = this.profile;
       switch (p.type) {
         case 'closed':
-          await this.runClosed(
-            maxInFlight,
+          await runClosed(this, {
+            users: maxInFlight,
             endMono,
-            p.thinkTimeMs,
-            p.thinkTimeJitterMs,
-            new SeededRandom(deriveSeed(p.seed, this.shard.index)),
-          );
+            thinkTimeMs: p.thinkTimeMs,
+            thinkTimeJitterMs: p.thinkTimeJitterMs,
+            random: new SeededRandom(deriveSeed(p.seed, this.shard.index)),
+          });
           break;
         case 'constant-rate':
         case 'poisson':
         case 'gamma':
         case 'ramping-rate':
-          await this.runOpen(
-            scheduleFor(p, this.spec.load.durationMs, this.shard),
+          await runOpen(this, {
+            schedule: scheduleFor(p, this.spec.load.durationMs, this.shard),
             startMono,
             endMono,
             maxInFlight,
-            p,
-          );
+            lateToleranceMs: p.lateToleranceMs,
+            maxLatenessMs: p.maxLatenessMs,
+          });
           break;
         case 'replay':
-          await this.runOpen(
-            replaySchedule(replayArrivals ?? [], p.speed, this.spec.load.durationMs, this.shard, (a) =>
-              traceItems!.item(a),
+          await runOpen(this, {
+            schedule: replaySchedule(
+              replayArrivals ?? [],
+              p.speed,
+              this.spec.load.durationMs,
+              this.shard,
+              (a) => traceItems!.item(a),
             ),
             startMono,
             endMono,
             maxInFlight,
-            p,
-          );
+            lateToleranceMs: p.lateToleranceMs,
+            maxLatenessMs: p.maxLatenessMs,
+          });
           break;
         case 'sweep':
           this.counts.sweep = await runSweep(p, this.sweepContext(p, maxInFlight), {
@@ -291,7 +286,7 @@ class ShardRun {
           });
           break;
         case 'adaptive':
-          this.counts.adaptive = await this.runAdaptive(p, endMono, maxInFlight);
+          this.counts.adaptive = await runAdaptive(this, p, endMono, maxInFlight);
           break;
       }
       await this.drained();
@@ -373,10 +368,52 @@ class ShardRun {
       },
       sent: () => this.counts.sent,
       beginStep: (tag, startMono, endMono) => this.beginStep(tag, startMono, endMono),
-      runClosed: (users, endMono, random) => this.runClosed(users, endMono, 0, 0, random),
-      runOpen: (schedule, startMono, endMono) => this.runOpen(schedule, startMono, endMono, maxInFlight, p),
+      runClosed: (users, endMono, random) =>
+        runClosed(this, { users, endMono, thinkTimeMs: 0, thinkTimeJitterMs: 0, random }),
+      runOpen: (schedule, startMono, endMono) =>
+        runOpen(this, {
+          schedule,
+          startMono,
+          endMono,
+          maxInFlight,
+          lateToleranceMs: p.lateToleranceMs,
+          maxLatenessMs: p.maxLatenessMs,
+        }),
       drained: () => this.drained(),
     };
+  }
+
+  countLate(intendedMono: number): void {
+    this.counts.late++;
+    this.slotAt(intendedMono).recorder.countLate();
+  }
+
+  countDropped(intendedMono: number): void {
+    this.counts.dropped++;
+    this.slotAt(intendedMono).recorder.countDropped();
+  }
+
+  countMissed(n: number): void {
+    this.counts.dropped += n;
+    if (n > 0) this.recorder.current.recorder.countDropped(n);
+  }
+
+  tapLatency(metric: 'ttft' | 'e2e'): hdr.Histogram {
+    this.latencyMetric = metric;
+    this.intervalHistogram = newLatencyHistogram();
+    return this.intervalHistogram;
+  }
+
+  untapLatency(): void {
+    this.intervalHistogram = null;
+  }
+
+  readGpuMemory(): number | null {
+    return this.options.gpu?.read() ?? null;
+  }
+
+  setInputScale(scale: number): void {
+    this.inputScale = scale;
   }
 
   private deliverWindow(snapshot: WindowSnapshot): void {
@@ -426,12 +463,12 @@ class ShardRun {
     return new Promise((resolve) => (this.drainWaiter = resolve));
   }
 
-  private waitForSlot(): Promise<void> {
+  waitForSlot(): Promise<void> {
     return new Promise((resolve) => (this.slotWaiter = resolve));
   }
 
   /** Sends one iteration intended at `intendedMono`; resolves when it has finished and been recorded. */
-  private async fire(intendedMono: number, planned?: PromptItem): Promise<DriverOutcome> {
+  async fire(intendedMono: number, planned?: PromptItem): Promise<DriverOutcome> {
     const item: PromptItem = planned ?? this.source!.next(this.inputScale);
     const seq = ++this.seq;
     const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
@@ -528,8 +565,7 @@ class ShardRun {
     sample.tpotMs = tpotMs(outcome.e2eMs, outcome.ttftMs, sample.outputTokens);
     slot.recorder.observe(sample);
     if (this.intervalHistogram && outcome.errorClass === null) {
-      const metric =
-        this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
+      const metric = this.latencyMetric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
       if (metric !== null) recordMs(this.intervalHistogram, metric);
     }
     const rate = this.spec.load.recordSampleRate;
@@ -572,135 +608,6 @@ class ShardRun {
         this.counts.sinkErrors++;
       }
     }
-  }
-
-  /** Closed model: `users` virtual users, each sending its next request when the last one ends. */
-  private async runClosed(
-    users: number,
-    endMono: number,
-    thinkTimeMs: number,
-    thinkTimeJitterMs: number,
-    random: SeededRandom,
-    isActive: (user: number) => boolean = () => true,
-    firstUser = 0,
-  ): Promise<void> {
-    const user = async (k: number) => {
-      let intended = performance.now();
-      while (!this.stopped && intended < endMono && isActive(k)) {
-        const outcome = await this.fire(intended);
-        if (outcome.gated) await this.sleeper.sleep(GATED_BACKOFF_MS);
-        const think = thinkTimeMs + (thinkTimeJitterMs > 0 ? random.next() * thinkTimeJitterMs : 0);
-        if (think > 0) await this.sleeper.sleep(think);
-        intended = performance.now();
-      }
-    };
-    // Users start one per macrotask: starting a request costs tens of us to ms (connecting,
-    // building the request), and 200 of them in one task would hold every response byte that
-    // arrives meanwhile, i.e. late timestamps for the first users' first tokens. Between two
-    // starts the event loop polls the sockets.
-    const running: Promise<void>[] = [];
-    for (let i = 0; i < users && !this.stopped; i++) {
-      if (i > 0) await nextMacrotask();
-      running.push(user(firstUser + i));
-    }
-    await Promise.all(running);
-  }
-
-  /**
-   * Open model: iterations start at their scheduled times whatever the target does. When
-   * `maxInFlight` requests are outstanding the next iteration waits for a slot (as a wrk2
-   * connection does) and its latency still counts from its intended time (corrected E2E); it is
-   * `late` if it starts more than lateToleranceMs after that time, and `dropped` if more than
-   * maxLatenessMs, or if the shard's duration (plus lateToleranceMs) ends before it could start.
-   */
-  private async runOpen(
-    schedule: ArrivalSchedule,
-    startMono: number,
-    endMono: number,
-    maxInFlight: number,
-    knobs: { lateToleranceMs: number; maxLatenessMs: number },
-  ): Promise<void> {
-    let arrival = schedule.next();
-    while (arrival !== null && !this.stopped) {
-      const intended = startMono + arrival.atMs;
-      let now = performance.now();
-      // setTimeout has millisecond granularity: an arrival due within 1 ms is sent now.
-      if (intended - now >= 1) {
-        await this.sleeper.sleep(intended - now);
-        if (this.stopped) break;
-      }
-      while (this.inFlight >= maxInFlight && !this.stopped) await this.waitForSlot();
-      if (this.stopped) break;
-      now = performance.now();
-      // An iteration due before the end still goes if it can start within the late tolerance.
-      if (now >= endMono + knobs.lateToleranceMs) break;
-      const lateness = now - intended;
-      if (lateness > knobs.maxLatenessMs) {
-        this.counts.dropped++;
-        this.slotAt(intended).recorder.countDropped();
-      } else {
-        if (lateness > knobs.lateToleranceMs) {
-          this.counts.late++;
-          this.slotAt(intended).recorder.countLate();
-        }
-        void this.fire(intended, arrival.item);
-      }
-      arrival = schedule.next();
-    }
-    // What the schedule still held when the duration ended (or the run aborted) was never sent.
-    let missed = 0;
-    for (; arrival !== null; arrival = schedule.next()) missed++;
-    this.counts.dropped += missed;
-    if (missed > 0) this.recorder.current.recorder.countDropped(missed);
-  }
-
-  /** Adaptive (AIMD, see aimd.controller.ts): a closed model whose number of users the controller sets. */
-  private async runAdaptive(
-    p: Extract<LoadProfile, { type: 'adaptive' }>,
-    endMono: number,
-    maxInFlight: number,
-  ): Promise<AdaptiveTrace[]> {
-    const controller = new AimdController({
-      p95BudgetMs: p.p95BudgetMs,
-      ...(p.gpuMemoryCeiling === undefined ? {} : { gpuMemoryCeiling: p.gpuMemoryCeiling }),
-      initialConcurrency: Math.min(maxInFlight, Math.max(1, shareOf(p.initialConcurrency, this.shard))),
-      minConcurrency: Math.min(maxInFlight, Math.max(1, shareOf(p.minConcurrency, this.shard))),
-      maxConcurrency: maxInFlight,
-      increaseStep: p.increaseStep,
-      decreaseFactor: p.decreaseFactor,
-    });
-    const trace: AdaptiveTrace[] = [];
-    const random = new SeededRandom(deriveSeed(p.seed, this.shard.index));
-    this.intervalHistogram = newLatencyHistogram();
-    // Users by index: a user above the concurrency leaves after its current request; one that is
-    // still finishing when the concurrency rises again simply stays (never two users per index).
-    const alive = new Map<number, Promise<void>>();
-    const isActive = (k: number) => k < controller.current.concurrency;
-    const spawn = () => {
-      for (let k = 0; k < controller.current.concurrency; k++) {
-        if (alive.has(k)) continue;
-        const user = this.runClosed(1, endMono, 0, 0, random, isActive, k).finally(() => alive.delete(k));
-        alive.set(k, user);
-      }
-    };
-    spawn();
-    const t0 = performance.now();
-    const interval = setInterval(() => {
-      const h = this.intervalHistogram!;
-      const p95Ms = h.totalCount > 0 ? h.getValueAtPercentile(95) / 1000 : null;
-      h.reset();
-      const gpuMemoryUsed = this.options.gpu?.read() ?? null;
-      const step = controller.update(p95Ms, gpuMemoryUsed);
-      this.inputScale = step.inputScale;
-      trace.push({ atMs: performance.now() - t0, p95Ms, gpuMemoryUsed, ...step });
-      if (trace.length > ADAPTIVE_TRACE_CAP) trace.shift();
-      if (!this.stopped) spawn();
-    }, p.intervalMs);
-    await this.sleeper.sleep(endMono - performance.now());
-    clearInterval(interval);
-    await Promise.all(alive.values());
-    this.intervalHistogram = null;
-    return trace;
   }
 }
 

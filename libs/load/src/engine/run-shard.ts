@@ -13,8 +13,6 @@ import {
   type RequestDriver,
 } from '../driver/request-outcome';
 import { errorText } from '../driver/error-class.util';
-import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
-import type { RequestSample } from '../measure/window.recorder';
 import { PhasedRecorder, type PhaseSlot } from '../measure/phased.recorder';
 import { SloAbortWatch } from '../threshold/slo-abort.watch';
 import { WindowEncoder } from '../measure/window.encoder';
@@ -26,7 +24,7 @@ import { shareOf } from '../profile/shard-share.util';
 import { SeededRandom, deriveSeed } from '../random/seeded-random';
 import { Sleeper } from './sleeper';
 import { createDriver, promptSourceOf } from './driver.factory';
-import { tpotMs } from './tpot.util';
+import { ShardAccounting } from './shard.accounting';
 import { runSweep, type StepTag, type SweepResult } from './sweep.executor';
 import { runAdaptive, type AdaptiveTrace } from './adaptive.executor';
 import { runClosed } from './closed.executor';
@@ -123,18 +121,7 @@ class ShardRun implements AdaptiveExecutorContext {
   private readonly cancels = new Set<TimedCancel>();
   private timeoutTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly shardHex: string;
-  /** Reused for every `recorder.observe` (it reads the sample synchronously, never keeps it). */
-  private readonly sample: RequestSample = {
-    e2eMs: 0,
-    correctedE2eMs: 0,
-    ttftMs: null,
-    tpotMs: null,
-    chunkOffsetsMs: [],
-    errorClass: null,
-    inputTokens: 0,
-    outputTokens: 0,
-  };
-  private readonly sampling: SeededRandom;
+  private readonly accounting: ShardAccounting;
   private readonly gate: (path: string) => boolean;
   private readonly windowMs: number;
   private readonly contentCapChars: number;
@@ -150,8 +137,6 @@ class ShardRun implements AdaptiveExecutorContext {
   private readonly epoch0 = Date.now();
   private readonly mono0 = performance.now();
   /** Latency tap for the adaptive controller (successful requests of the current interval). */
-  private intervalHistogram: hdr.Histogram | null = null;
-  private latencyMetric: 'ttft' | 'e2e' = 'e2e';
   private readonly counts: ShardResult = {
     sent: 0,
     completed: 0,
@@ -184,9 +169,18 @@ class ShardRun implements AdaptiveExecutorContext {
       deliver: (window) => this.deliverWindow(window),
       recycle: (histograms) => this.recorder.recycle(histograms),
     });
-    this.sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
+    const sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
     this.gate = options.gate ?? (() => true);
     this.contentCapChars = options.contentCapChars ?? 2048;
+    this.accounting = new ShardAccounting({
+      counts: this.counts,
+      shardIndex: this.shard.index,
+      sink: options.sink,
+      recordSampleRate: this.spec.load.recordSampleRate,
+      sampling,
+      contentCapChars: this.contentCapChars,
+      epochAt: (mono) => this.epochAt(mono),
+    });
     this.shardHex = (this.shard.index & 0xffff).toString(16).padStart(4, '0');
   }
 
@@ -399,13 +393,11 @@ class ShardRun implements AdaptiveExecutorContext {
   }
 
   tapLatency(metric: 'ttft' | 'e2e'): hdr.Histogram {
-    this.latencyMetric = metric;
-    this.intervalHistogram = newLatencyHistogram();
-    return this.intervalHistogram;
+    return this.accounting.tapLatency(metric);
   }
 
   untapLatency(): void {
-    this.intervalHistogram = null;
+    this.accounting.untapLatency();
   }
 
   readGpuMemory(): number | null {
@@ -515,7 +507,7 @@ class ShardRun implements AdaptiveExecutorContext {
     this.cancels.delete(cancel);
     this.inFlight--;
     slot.inFlight--;
-    this.account(outcome, requestId, traceId, intendedMono, startMono, item, slot);
+    this.accounting.account(outcome, requestId, traceId, intendedMono, startMono, item, slot);
     this.options.tap?.(requestId, outcome, startMono + (outcome.sendDelayMs ?? 0));
     const waiter = this.slotWaiter;
     this.slotWaiter = null;
@@ -526,88 +518,6 @@ class ShardRun implements AdaptiveExecutorContext {
       drain();
     }
     return outcome;
-  }
-
-  private account(
-    outcome: DriverOutcome,
-    requestId: string,
-    traceId: string,
-    intendedMono: number,
-    startMono: number,
-    item: PromptItem,
-    slot: PhaseSlot,
-  ): void {
-    if (outcome.gated) {
-      this.counts.gated++;
-      return;
-    }
-    this.counts.sent++;
-    if (outcome.errorClass === null) this.counts.completed++;
-    else this.counts.errors++;
-    if (outcome.assertions)
-      for (const [name, passed] of Object.entries(outcome.assertions)) {
-        const tally = (this.counts.assertions[name] ??= { passed: 0, failed: 0 });
-        if (passed) tally.passed++;
-        else tally.failed++;
-      }
-    // The actual send is when the request reached the socket (drivers that can tell say so).
-    const sentMono = startMono + (outcome.sendDelayMs ?? 0);
-    const correctedE2eMs = sentMono + outcome.e2eMs - intendedMono;
-    const usage = outcome.usage;
-    const sample = this.sample;
-    sample.e2eMs = outcome.e2eMs;
-    sample.correctedE2eMs = correctedE2eMs;
-    sample.ttftMs = outcome.ttftMs;
-    sample.chunkOffsetsMs = outcome.chunkOffsetsMs;
-    sample.errorClass = outcome.errorClass;
-    sample.inputTokens = usage?.promptTokens ?? outcome.inputTokensClient;
-    sample.outputTokens = usage?.completionTokens ?? outcome.outputTokensClient;
-    sample.tpotMs = tpotMs(outcome.e2eMs, outcome.ttftMs, sample.outputTokens);
-    slot.recorder.observe(sample);
-    if (this.intervalHistogram && outcome.errorClass === null) {
-      const metric = this.latencyMetric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
-      if (metric !== null) recordMs(this.intervalHistogram, metric);
-    }
-    const rate = this.spec.load.recordSampleRate;
-    if (rate > 0 && (rate >= 1 || this.sampling.next() < rate)) {
-      this.counts.recordsSampled++;
-      const record: RequestRecord = {
-        requestId,
-        traceId,
-        phase: slot.ref,
-        shard: this.shard.index,
-        scheduledAt: this.epochAt(intendedMono),
-        startedAt: this.epochAt(sentMono),
-        ttftMs: outcome.ttftMs,
-        e2eMs: outcome.e2eMs,
-        tpotMs: sample.tpotMs,
-        correctedE2eMs: Math.max(0, correctedE2eMs),
-        chunkOffsetsMs: outcome.chunkOffsetsMs,
-        status: outcome.status,
-        errorClass: outcome.errorClass,
-        inputTokensClient: outcome.inputTokensClient,
-        outputTokensClient: outcome.outputTokensClient,
-        usage,
-        content: outcome.content,
-        // The semantic-monitor judges prompt explosion (nesting depth, token surge) from this.
-        prompt: item.text.slice(0, this.contentCapChars),
-        finishReason: outcome.finishReason,
-      };
-      // Optional fields set only when present (no object spreads on the hot path).
-      if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);
-      if (outcome.serverRequestId !== undefined)
-        record.serverRequestId = outcome.serverRequestId.slice(0, 200);
-      if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
-      if (outcome.toolCalls !== undefined) record.toolCalls = outcome.toolCalls;
-      if (outcome.retrievedDocuments !== undefined) record.retrievedDocuments = outcome.retrievedDocuments;
-      if (outcome.agentLoop !== undefined) record.agentLoop = outcome.agentLoop;
-      try {
-        this.options.sink.record(record);
-      } catch {
-        // See emitWindow: outputs never stop the load.
-        this.counts.sinkErrors++;
-      }
-    }
   }
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { toJsonbText } from './jsonb-text.util';
 
 /**
  * Conversions between repository values and SQL. Both drivers return `timestamptz` as a Date and
@@ -28,10 +29,11 @@ export function timestampParam(ms: number): string {
 
 /**
  * A value as a `$n::jsonb` parameter. Serialised here because pg would turn a JS array into a
- * PostgreSQL array literal rather than JSON.
+ * PostgreSQL array literal rather than JSON. Strings jsonb refuses (holding NUL) are escaped
+ * (`jsonb-text.util.ts`); read such a column back through `fromJsonb`.
  */
 export function jsonParam(value: unknown): string {
-  const json = JSON.stringify(value);
+  const json = toJsonbText(value);
   if (json === undefined) throw new TypeError('value is not JSON-serialisable');
   return json;
 }

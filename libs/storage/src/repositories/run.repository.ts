@@ -1,3 +1,4 @@
+import { fromJsonb } from './jsonb-text.util';
 import {
   RunStatusSchema,
   RunSummarySchema,
@@ -49,18 +50,19 @@ export type RunListFilter = {
 };
 
 /**
- * The run lifecycle: pending -> running -> completed | failed | aborted, and a run that never
- * started may still fail or be aborted. The three end states are final.
+ * The run lifecycle: pending -> running -> completed | partial | failed | aborted, and a run that
+ * never started may still fail or be aborted. The four end states are final.
  */
 export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   pending: ['running', 'failed', 'aborted'],
-  running: ['completed', 'failed', 'aborted'],
+  running: ['completed', 'partial', 'failed', 'aborted'],
   completed: [],
+  partial: [],
   failed: [],
   aborted: [],
 };
 
-export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'aborted'];
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'partial', 'failed', 'aborted'];
 
 export function canTransition(from: RunStatus, to: RunStatus): boolean {
   return RUN_TRANSITIONS[from].includes(to);
@@ -246,7 +248,7 @@ function toRun(row: Row): StoredRun {
     createdAt: epochMs(row.created_at),
     startedAt: epochMsOrNull(row.started_at),
     endedAt: epochMsOrNull(row.ended_at),
-    summary: row.summary === null ? null : RunSummarySchema.parse(row.summary),
+    summary: row.summary === null ? null : RunSummarySchema.parse(fromJsonb(row.summary)),
     planPublishedAt: epochMsOrNull(row.plan_published_at),
   };
 }

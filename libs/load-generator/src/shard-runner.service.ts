@@ -17,6 +17,13 @@ import { SHARD_HOST, type ShardHost } from './engine-thread.config';
 import type { HostedShard } from './engine-thread';
 import { ShardControls } from './shard-controls';
 import { LOAD_GENERATOR_SETTINGS, type LoadGeneratorSettings } from './load-generator.settings';
+import { publishPatiently } from './publish-patiently.util';
+
+/**
+ * How long a shard's telemetry and its end event keep being resent while the bus refuses them
+ * (broker down), ms: past a broker restart, inside the analyzer's silence bound.
+ */
+const BUS_PATIENCE_MS = 120_000;
 
 interface ActiveShard {
   readonly abort: AbortController;
@@ -125,13 +132,13 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       recordsPublished: 0,
       windowsPublished: 0,
     };
-    const lifecycle = (
+    const lifecycle = async (
       phase: RunLifecycle['phase'],
       counts: ShardCounts,
       reason?: string,
       endReason?: RunLifecycle['endReason'],
-    ) =>
-      this.bus.publish(Topics.runLifecycle, {
+    ) => {
+      const event: RunLifecycle = {
         ...envelope(campaignId, runId),
         phase,
         shard,
@@ -139,7 +146,22 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         counts,
         reason,
         ...(endReason ? { endReason } : {}),
-      });
+      };
+      const sent = await publishPatiently(
+        () => this.bus.publish(Topics.runLifecycle, event),
+        BUS_PATIENCE_MS,
+        (error, attempt) => {
+          if (attempt === 0)
+            this.logger.warn(
+              `run ${runId} shard ${shard.index}: ${phase} not published yet: ${error.message}`,
+            );
+        },
+      );
+      if (!sent)
+        this.logger.error(
+          `run ${runId} shard ${shard.index}: ${phase} lost: the bus refused it for ${BUS_PATIENCE_MS / 1000} s`,
+        );
+    };
 
     const probe = await probeTarget(command.spec.target.baseUrl, {
       timeoutMs: Math.min(5000, command.spec.load.requestTimeoutMs),
@@ -166,14 +188,14 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     } catch (error) {
       const reason = `load engine failed: ${(error as Error).message}`;
       this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);
-      await publisher.drain();
+      await publisher.drain(BUS_PATIENCE_MS);
       await lifecycle('shard-failed', empty, reason);
       return;
     }
     await lifecycle('shard-started', empty);
     try {
       const counts = await engine.start();
-      await publisher.drain();
+      await publisher.drain(BUS_PATIENCE_MS);
       const final = {
         ...counts,
         recordsPublished: publisher.recordsPublished,
@@ -186,7 +208,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         counts.endReason,
       );
     } catch (error) {
-      await publisher.drain();
+      await publisher.drain(BUS_PATIENCE_MS);
       const reason = `load engine failed: ${(error as Error).message}`;
       this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);
       await lifecycle(

@@ -172,6 +172,11 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
       });
     } else if (summary.status === 'completed') {
       await this.runs.transition(event.runId, 'completed', { at: summary.endedAt ?? undefined });
+    } else if (summary.status === 'partial') {
+      await this.runs.transition(event.runId, 'partial', {
+        reason: summary.reason ?? 'partial',
+        at: summary.endedAt ?? undefined,
+      });
     }
     const validity = (event as RunReport & { validity?: ReportedValidity }).validity;
     const invalid = measurementInvalidity(summary, validity);

@@ -234,14 +234,16 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         'pending->failed',
         'pending->aborted',
         'running->completed',
+        'running->partial',
         'running->failed',
         'running->aborted',
       ]);
-      const statuses: RunStatus[] = ['pending', 'running', 'completed', 'failed', 'aborted'];
+      const statuses: RunStatus[] = ['pending', 'running', 'completed', 'partial', 'failed', 'aborted'];
       const pathTo: Record<RunStatus, RunStatus[]> = {
         pending: [],
         running: ['running'],
         completed: ['running', 'completed'],
+        partial: ['running', 'partial'],
         failed: ['running', 'failed'],
         aborted: ['aborted'],
       };

@@ -80,6 +80,23 @@ export const SweepKneeSchema = z.object({
 });
 export type SweepKnee = z.infer<typeof SweepKneeSchema>;
 
+export const RunTelemetryCompletenessSchema = z.object({
+  /** Requests the generators of the shards that ended say they sent (their shard-end counts). */
+  requestsCounted: z.number().int().nonnegative(),
+  /** Of those, requests in no stored window. */
+  requestsMissing: z.number().int().nonnegative(),
+  /** Shards that started and never ended: their generator died or was cut off. */
+  shardsMissing: z.array(
+    z.object({
+      index: z.number().int().nonnegative(),
+      generatorId: z.string().nullable(),
+      /** When the analyzer last heard of the shard (window or lifecycle), epoch ms. */
+      lastSeenAt: z.number().nullable(),
+    }),
+  ),
+});
+export type RunTelemetryCompleteness = z.infer<typeof RunTelemetryCompletenessSchema>;
+
 /** A run's summary: what `GET /v1/runs/:id` returns and `fathom run` prints. */
 export const RunSummarySchema = z.object({
   status: RunStatusSchema,
@@ -137,6 +154,12 @@ export const RunSummarySchema = z.object({
   cooldown: SegmentFiguresSchema.optional(),
   /** Sweep: one row per step, in load order, and the knee (present for sweep runs). */
   sweep: z.object({ steps: z.array(SweepStepSchema), knee: SweepKneeSchema }).optional(),
+  /**
+   * How complete the measurement is against the generators' own counts: requests they sent that
+   * no stored window holds (telemetry lost on the way), and shards whose generator stopped
+   * reporting before the shard ended (`partial`). Absent in reports made before.
+   */
+  telemetry: RunTelemetryCompletenessSchema.optional(),
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 
@@ -148,7 +171,7 @@ export const MeasurementValiditySchema = z.object({
   valid: z.boolean(),
   reasons: z.array(
     z.object({
-      kind: z.enum(['generator-bottleneck', 'token-count-mismatch', 'no-steady-state']),
+      kind: z.enum(['generator-bottleneck', 'token-count-mismatch', 'no-steady-state', 'telemetry-lost']),
       detail: z.string(),
       figures: z.record(z.string(), z.number()),
     }),

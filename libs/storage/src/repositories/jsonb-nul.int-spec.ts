@@ -4,6 +4,7 @@ import { openDatabase } from '../database/open-database';
 import type { Database } from '../database/database';
 import { RunEventRepository } from './run-event.repository';
 import { RunReportRepository } from './run-report.repository';
+import { RunRepository } from './run.repository';
 
 const schema = `fathom_nul_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
 afterAll(() => dropTestSchemas(schema));
@@ -42,5 +43,13 @@ describe.each([
     await sut.save('run', document);
 
     expect((await sut.latest('run'))?.document).toEqual(document);
+  });
+
+  it('ends a run whose reason holds \\u0000 (text refuses it) with the NUL replaced', async () => {
+    const sut = new RunRepository(db);
+
+    await expect(sut.transition('run', 'failed', { reason: 'target said a\u0000b' })).resolves.toBe(true);
+
+    expect(await sut.get('run')).toMatchObject({ status: 'failed', reason: 'target said a\uFFFDb' });
   });
 });

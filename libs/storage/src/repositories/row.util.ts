@@ -38,6 +38,14 @@ export function jsonParam(value: unknown): string {
   return json;
 }
 
+/**
+ * Prose (a reason, a message) as a `text` parameter: PostgreSQL's text cannot hold NUL at all, so
+ * each becomes U+FFFD, the replacement character (a reason is read, not parsed).
+ */
+export function textParam(text: string | null | undefined): string | null {
+  return text === null || text === undefined ? null : text.replace(/\u0000/g, '\uFFFD');
+}
+
 export function newId(): string {
   return randomUUID();
 }

@@ -8,7 +8,15 @@ import {
   type RunTrigger,
 } from '@fathom/contracts';
 import type { Queryable, Row } from '../database/database';
-import { epochMs, epochMsOrNull, jsonParam, newId, placeholders, timestampParam } from './row.util';
+import {
+  epochMs,
+  epochMsOrNull,
+  jsonParam,
+  newId,
+  placeholders,
+  textParam,
+  timestampParam,
+} from './row.util';
 
 export type StoredRun = {
   id: string;
@@ -159,7 +167,7 @@ export class RunRepository {
         [
           id,
           target,
-          options.reason ?? null,
+          textParam(options.reason),
           target === 'running' ? at : null,
           TERMINAL_RUN_STATUSES.includes(target) ? at : null,
           ...from,

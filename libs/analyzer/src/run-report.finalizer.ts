@@ -29,6 +29,8 @@ import { storedOf, timelineOf, type RunEventStore } from './run-event.store';
 const SETTLE_POLL_MS = 200;
 /** The sweep for silent runs looks at most this often (ms). */
 const SWEEP_MAX_MS = 5_000;
+/** A shard that never started is taken for missing after this many silence bounds. */
+const NEVER_STARTED_BOUNDS = 3;
 
 /** What the finalizer needs of the runs the analyzer judges live. */
 export interface LiveRuns {
@@ -57,7 +59,7 @@ export interface FinalizerOptions {
  * | shards                          | when                                                        | status     |
  * |---------------------------------|-------------------------------------------------------------|------------|
  * | all ended                       | their published windows and token signals arrived, or `settleMs` passed | from the shards |
- * | some never ended                | the run was silent `silenceMs`, and its planned end is `silenceMs` past (sweep over open runs) | `partial`  |
+ * | some never ended                | the run was silent `silenceMs`, and its planned end is `silenceMs` past (3x when a shard never started) | `partial`  |
  *
  * A partial run's summary holds everything the stored windows measured and names the missing
  * shards, so a dead generator never leaves a run without a summary.
@@ -135,14 +137,21 @@ export class RunReportFinalizer {
         const ended = lifecycle.filter((l) => l.phase !== 'shard-started');
         const endedShards = new Set(ended.map((l) => l.shard.index));
         if (endedShards.size < shardCount) {
+          const missing = Array.from({ length: shardCount }, (_, i) => i).filter((i) => !endedShards.has(i));
+          // A shard never started may still be on its way (a consumer group rebalancing after a
+          // generator joined or died hands its command over late): it waits three bounds.
+          const started = new Set(
+            lifecycle.filter((l) => l.phase === 'shard-started').map((l) => l.shard.index),
+          );
+          const boundMs =
+            this.options.silenceMs * (missing.every((i) => started.has(i)) ? 1 : NEVER_STARTED_BOUNDS);
           const silentMs = Date.now() - (this.lastHeard.get(runId) ?? Date.now());
-          if (silentMs < this.options.silenceMs) return;
+          if (silentMs < boundMs) return;
           // A broker outage silences every shard at once: none is taken for dead before the
           // run's planned end (plus the same bound), by when the generators resent their backlog.
           const startedAt = Math.min(...lifecycle.map((l) => l.emittedAt));
           const plannedMs = (await this.store.spec(runId))?.load.durationMs ?? 0;
-          if (Date.now() < startedAt + plannedMs + this.options.silenceMs) return;
-          const missing = Array.from({ length: shardCount }, (_, i) => i).filter((i) => !endedShards.has(i));
+          if (Date.now() < startedAt + plannedMs + boundMs) return;
           this.logger.warn(
             `run ${runId}: shard(s) ${missing.join(', ')} silent for ${Math.round(silentMs / 1000)} s without ending: reporting it partial`,
           );

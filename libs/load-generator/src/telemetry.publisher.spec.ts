@@ -105,7 +105,7 @@ describe(TelemetryPublisher.name, () => {
       late: 0,
       inputTokens: 10,
       outputTokens: 10,
-      histogramsUs: { e2e: EMPTY, correctedE2e: EMPTY, ttft: EMPTY, itl: EMPTY },
+      histogramsUs: { e2e: EMPTY, correctedE2e: EMPTY, ttft: EMPTY, itl: EMPTY, tpot: EMPTY },
     });
     /** A bus that refuses every publish while `down` is set. */
     const flakyBus = () => {

@@ -63,7 +63,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
       : missingShards.length
         ? 'partial'
         : 'completed';
-  const shardCount = evidence.lifecycle[0]?.shard.count ?? null;
+  const shardCount = missingShards.length ? (evidence.lifecycle[0]?.shard.count ?? null) : null;
   const gaps = evidence.tokenStats.filter((s) => s.gapMeanMs !== null);
   const sloStopped = evidence.lifecycle.find((l) => l.endReason === 'slo-failed');
   const endReason: RunSummary['endReason'] = evidence.aborted

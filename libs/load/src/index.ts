@@ -34,12 +34,3 @@ export {
 export * from './threshold/slo-verdict';
 export * from './dataset/text.tokenizer';
 export * from './dataset/factory/data-factory';
-export { cleanCorpus, cleanText } from './dataset/factory/clean';
-export { TrigramLanguageModel, jaccard, ngramSet, tokenize } from './dataset/factory/ngram';
-export {
-  SYNONYMS,
-  embeddingNoise,
-  fixArticles,
-  reorderClauses,
-  substituteSynonyms,
-} from './dataset/factory/perturb';

@@ -4,7 +4,7 @@ import { DEFAULT_FACTORY_OPTIONS, buildDataset, type FactoryReport } from '@fath
 import { UseLiteEmbedder } from '@fathom/semantic';
 import { CliExit } from '../cli-exit';
 
-/** Exit codes: 1 the corpus could not be read or an output not written, 2 no item survived. */
+/** Exit codes: 1 the corpus could not be read, an output not written or the options conflict; 2 no item survived. */
 const EXIT_IO = 1;
 const EXIT_EMPTY = 2;
 

@@ -138,7 +138,8 @@ export async function buildDataset(
     },
     perplexityModel:
       'perplexity here is under a word trigram model (Jelinek-Mercer interpolation, add-one unigram, <unk>) ' +
-      'built from the cleaned corpus itself, not under a pretrained language model',
+      'built from the cleaned corpus itself (sources included, so a variant close to its source scores low), ' +
+      'not under a pretrained language model',
     gates: [],
     written: 0,
   };

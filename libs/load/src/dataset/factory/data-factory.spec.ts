@@ -103,6 +103,21 @@ describe('perturbation', () => {
     await expect(embeddingNoise('x', embedder, 0.31, new SeededRandom(5))).rejects.toThrow(/0.05..0.3/);
     await expect(embeddingNoise('x', embedder, 0.01, new SeededRandom(5))).rejects.toThrow(/0.05..0.3/);
   });
+
+  it('embedding noise lands on the edit nearest the noised point, whatever the seed', async () => {
+    // Every edit but one is embedded far (orthogonal) from the source; a small epsilon keeps the
+    // target near the source, so that one edit must win.
+    const far = new Set(['Assist me fix it', 'Aid me fix it', 'Help me correct it']);
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const r = await embeddingNoise(
+        'Help me fix it',
+        new BagOfWordsEmbedder(far),
+        0.05,
+        new SeededRandom(seed),
+      );
+      expect(r).toMatchObject({ text: 'Help me repair it', candidates: 4 });
+    }
+  });
 });
 
 describe('n-gram measures', () => {

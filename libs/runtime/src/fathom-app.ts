@@ -10,7 +10,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Registry } from 'prom-client';
 import { BusModule, type Bus } from '@fathom/bus';
 import type { Database } from '@fathom/storage';
-import { ObservabilityModule, createMetricsRegistry } from '@fathom/observability';
+import { ObservabilityModule, createMetricsRegistry, installProcessGuard } from '@fathom/observability';
 import { StorageModule } from '@fathom/storage';
 import { FieldValidationFilter, OrchestratorModule, parseOrchestratorSettings } from '@fathom/orchestrator';
 import { LoadGeneratorModule, parseLoadGeneratorSettings } from '@fathom/load-generator';
@@ -81,6 +81,8 @@ class FathomRootModule {
 export async function createFathomApp(options: FathomAppOptions): Promise<FathomApp> {
   const registry =
     options.registry ?? createMetricsRegistry(options.services.length > 1 ? 'fathom' : options.services[0]);
+  // What a target or a scraped endpoint sends must never end the process hosting the runs.
+  installProcessGuard(new Logger('ProcessGuard'), registry);
   const app = await NestFactory.create(FathomRootModule.with(options, registry), {
     logger: options.logLevels ?? ['error', 'warn', 'log'],
     abortOnError: false,

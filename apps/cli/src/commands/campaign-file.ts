@@ -17,6 +17,8 @@ export async function readCampaignFile(file: string): Promise<unknown> {
       const [line, col] = error.linePos?.[0] ? [error.linePos[0].line, error.linePos[0].col] : ['?', '?'];
       throw new CliExit(2, `${file}:${line}:${col}: ${error.message.split('\n')[0]}`);
     }
-    throw error;
+    // The yaml library throws ReferenceError for an alias to no anchor (`name: *nope`) and for
+    // an alias that expands too far: still a file that cannot be read as a campaign.
+    throw new CliExit(2, `${file}: not a usable YAML document: ${(error as Error).message.split('\n')[0]}`);
   }
 }

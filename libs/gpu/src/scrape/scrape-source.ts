@@ -78,7 +78,8 @@ export async function scrapeSource(
       return { health: 'ok', samples: parsed.samples, durationMs: Date.now() - started };
     } catch (error) {
       if (error instanceof GpuParseError) return gap('garbage', `${target.url}: ${error.message}`);
-      throw error;
+      // Whatever else a parser throws on what the endpoint sent is still an unreadable answer.
+      return gap('garbage', `${target.url}: unreadable answer (${describe(error)})`);
     }
   } finally {
     clearTimeout(timer);

@@ -5,9 +5,11 @@ import {
   envelope,
   type RunLifecycle,
   type RunShardCommand,
+  type CampaignSpec,
   type ShardCounts,
 } from '@fathom/contracts';
 import { isStaleShardCommand } from '@fathom/contracts';
+import { resolveSecrets, SecretResolutionError, type SecretSources } from '@fathom/load';
 import { TelemetryPublisher } from './telemetry.publisher';
 import { LoadMetrics } from './load.metrics';
 import { METRICS_REGISTRY } from '@fathom/observability';
@@ -50,6 +52,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   private readonly subscriptions: Subscription[] = [];
 
   private readonly metrics: LoadMetrics;
+  private readonly secretSources: SecretSources;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
@@ -59,6 +62,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.generatorId = settings.FATHOM_GENERATOR_ID;
     this.metrics = new LoadMetrics(registry);
+    this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
   }
 
   async onModuleInit(): Promise<void> {
@@ -163,10 +167,21 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         );
     };
 
-    const probe = await probeTarget(command.spec.target.baseUrl, {
-      timeoutMs: Math.min(5000, command.spec.load.requestTimeoutMs),
+    let withSecrets: CampaignSpec;
+    try {
+      // Secrets come by reference; their values exist only in this process, for this shard.
+      withSecrets = await resolveSecrets(command.spec, this.secretSources);
+    } catch (error) {
+      const reason =
+        error instanceof SecretResolutionError ? error.message : 'a secret could not be resolved';
+      this.logger.warn(`run ${runId} shard ${shard.index}: ${reason}`);
+      await lifecycle('shard-failed', empty, reason);
+      return;
+    }
+    const probe = await probeTarget(withSecrets.target.baseUrl, {
+      timeoutMs: Math.min(5000, withSecrets.load.requestTimeoutMs),
     });
-    const spec = probe.reachable ? withResolvedModel(command.spec, probe.models) : probe.reason;
+    const spec = probe.reachable ? withResolvedModel(withSecrets, probe.models) : probe.reason;
     if (typeof spec === 'string') {
       this.logger.warn(`run ${runId} shard ${shard.index}: ${spec}`);
       await lifecycle('shard-failed', empty, spec);

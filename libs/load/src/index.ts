@@ -33,3 +33,7 @@ export {
 } from './transport/http1-response.parser';
 export * from './threshold/slo-verdict';
 export * from './dataset/text.tokenizer';
+export * from './files/confined-path';
+export * from './secrets/secret.walk';
+export * from './secrets/secret.resolver';
+export * from './target/target-allow-list';

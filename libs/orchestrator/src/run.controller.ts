@@ -24,12 +24,14 @@ export class RunController {
   ) {}
 
   @Get()
+  @UseGuards(ApiTokenGuard)
   list(@Query('campaignId') campaignId?: string, @Query('status') status?: RunStatus) {
     return this.runs.list({ campaignId, status });
   }
 
   /** The run, its state and, once the analyzer reported, its summary. */
   @Get(':id')
+  @UseGuards(ApiTokenGuard)
   async get(@Param('id') id: string) {
     const run = await this.runs.get(id);
     if (!run) throw new NotFoundException(`no run ${id}`);
@@ -37,6 +39,7 @@ export class RunController {
   }
 
   @Get(':id/report')
+  @UseGuards(ApiTokenGuard)
   async report(@Param('id') id: string) {
     const report = await this.reports.latest(id);
     if (!report) throw new NotFoundException(`no report for run ${id} yet`);

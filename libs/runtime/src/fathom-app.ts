@@ -12,7 +12,12 @@ import { BusModule, type Bus } from '@fathom/bus';
 import type { Database } from '@fathom/storage';
 import { ObservabilityModule, createMetricsRegistry, installProcessGuard } from '@fathom/observability';
 import { StorageModule } from '@fathom/storage';
-import { FieldValidationFilter, OrchestratorModule, parseOrchestratorSettings } from '@fathom/orchestrator';
+import {
+  BodyDepthInterceptor,
+  FieldValidationFilter,
+  OrchestratorModule,
+  parseOrchestratorSettings,
+} from '@fathom/orchestrator';
 import { LoadGeneratorModule, parseLoadGeneratorSettings } from '@fathom/load-generator';
 import { SemanticMonitorModule, parseSemanticMonitorSettings } from '@fathom/semantic-monitor';
 import { GpuCollectorModule, parseGpuCollectorSettings } from '@fathom/gpu-collector';
@@ -88,6 +93,7 @@ export async function createFathomApp(options: FathomAppOptions): Promise<Fathom
     abortOnError: false,
   });
   app.useGlobalFilters(new FieldValidationFilter());
+  app.useGlobalInterceptors(new BodyDepthInterceptor());
   app.enableShutdownHooks();
   const host = options.host ?? '127.0.0.1';
   await app.listen(options.port ?? 0, host);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ShadowRequestSchema } from '../events/shadow.event';
+import { SecretSchema } from '../campaign/secret.schema';
 
 /**
  * What is scrubbed from a production request before it is stored or sent anywhere. Each rule
@@ -21,7 +22,8 @@ export const RedactionRulesSchema = z
   .strict();
 export type RedactionRules = z.infer<typeof RedactionRulesSchema>;
 
-const TargetSchema = z.object({ baseUrl: z.string().url(), apiKey: z.string().optional() }).strict();
+/** `apiKey` by reference over the API (see SecretRefSchema); resolved when the campaign runs. */
+const TargetSchema = z.object({ baseUrl: z.string().url(), apiKey: SecretSchema.optional() }).strict();
 
 /** A production request as a JSONL line or an inline entry: the body, and optionally its labels. */
 export const ShadowLineSchema = ShadowRequestSchema.pick({ body: true, intent: true }).extend({

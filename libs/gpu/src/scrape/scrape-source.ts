@@ -29,7 +29,7 @@ export interface ScrapeResult {
 /** The subset of `fetch` this module needs (undici's by default; injectable for tests). */
 export type FetchLike = (
   url: string,
-  init: { signal: AbortSignal; headers: Record<string, string> },
+  init: { signal: AbortSignal; headers: Record<string, string>; redirect: 'manual' },
 ) => Promise<{
   ok: boolean;
   status: number;
@@ -58,14 +58,17 @@ export async function scrapeSource(
   try {
     let body: string;
     try {
+      // A redirect could lead outside FATHOM_ALLOWED_TARGETS (a metadata address): not followed.
       const response = await fetchImpl(target.url, {
         signal: controller.signal,
         headers: { accept: ACCEPT },
+        redirect: 'manual',
       });
       if (!response.ok) {
         // Drain so the connection can be reused; the body is not a reading.
         await response.text().catch(() => undefined);
-        return gap('down', `HTTP ${response.status} from ${target.url}`);
+        const redirected = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : '';
+        return gap('down', `HTTP ${response.status} from ${target.url}${redirected}`);
       }
       body = await response.text();
     } catch (error) {

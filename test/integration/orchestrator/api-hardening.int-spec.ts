@@ -341,4 +341,23 @@ describe('the API against an attacker (issue 14: input, files, secrets, reach)',
     expect(stored.spec.target.apiKey).toEqual(ref);
     expect(logged.length).toBeGreaterThan(10);
   });
+
+  it('pages GET /v1/runs by cursor: every run once, newest first, and a bad limit or cursor is a 400', async () => {
+    const all = (await (await api('/v1/runs?limit=500')).json()) as Array<{ id: string }>;
+    expect(all.length).toBeGreaterThanOrEqual(3);
+    const paged: string[] = [];
+    let next: string | null = '/v1/runs?limit=2';
+    while (next) {
+      const answer = await api(next);
+      paged.push(...((await answer.json()) as Array<{ id: string }>).map((r) => r.id));
+      const cursor = answer.headers.get('x-next-cursor');
+      const link = answer.headers.get('link');
+      next = cursor ? `/v1/runs?limit=2&cursor=${cursor}` : null;
+      if (cursor) expect(link).toBe(`</v1/runs?limit=2&cursor=${cursor}>; rel="next"`);
+    }
+    expect(paged).toEqual(all.map((r) => r.id));
+    expect((await api('/v1/runs?limit=0')).status).toBe(400);
+    expect((await api('/v1/runs?limit=501')).status).toBe(400);
+    expect((await api('/v1/runs?cursor=no-such-run')).status).toBe(400);
+  });
 });

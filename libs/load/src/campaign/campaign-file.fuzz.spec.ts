@@ -1,0 +1,67 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fuzzParser, textFrom } from '@fathom/testing';
+import { CampaignFileError, parseCampaignFile } from './campaign-file.parser';
+
+/** A campaign file: a spec or a CampaignFileError naming the line, never a ReferenceError or a hang. */
+describe('campaign YAML parsing against hostile input', () => {
+  const example = readFileSync(
+    join(__dirname, '..', '..', '..', '..', 'examples', 'chat-smoke.yaml'),
+    'utf8',
+  );
+  const fragments = [
+    'name: ',
+    'target:\n',
+    '  baseUrl: ',
+    'http://127.0.0.1:8000/v1',
+    'scenario:\n',
+    '  type: chat\n',
+    '  prompts: [a]\n',
+    'load:\n',
+    '  concurrency: ',
+    '  durationMs: ',
+    '1e309',
+    '-1',
+    '&a ',
+    '*a',
+    '*nope',
+    '<<: *a\n',
+    '!!js/function ',
+    '!!binary ',
+    '!!python/object ',
+    '%YAML 1.2\n',
+    '---\n',
+    '...\n',
+    '? ',
+    ': ',
+    '- ',
+    '[',
+    ']',
+    '{',
+    '}',
+    '"',
+    "'",
+    '|\n',
+    '>\n',
+    '#',
+    '\t',
+    '\n',
+    '  ',
+    '\ufeff',
+    '\u0000',
+    'é',
+  ];
+
+  it('parseCampaignFile: 10,000 seeded cases', () => {
+    const report = fuzzParser(
+      textFrom(fragments, [example], 30),
+      (text) => parseCampaignFile(text, 'c.yaml'),
+      {
+        seed: 1404,
+        refusal: (error) => error instanceof CampaignFileError,
+      },
+    );
+    expect(report.cases).toBe(10_000);
+    expect(report.heapGrowthMib).toBeLessThan(256);
+  });
+});

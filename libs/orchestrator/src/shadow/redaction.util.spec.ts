@@ -37,6 +37,14 @@ describe(compileRedactor.name, () => {
     expect(all(text)).toBe(expected);
   });
 
+  it('keeps the tokens of each kind apart', () => {
+    expect(
+      all(
+        'Summarise the ticket from jane.doe@example.com, key sk-live_4f9a8b7c6d5e4f3a, card 4111111111111111.',
+      ),
+    ).toBe('Summarise the ticket from [EMAIL], key [KEY], card [NUMBER].');
+  });
+
   it('keeps ordinary text', () => {
     expect(all('Explain how a KV cache speeds up decoding in 2 sentences.')).toBe(
       'Explain how a KV cache speeds up decoding in 2 sentences.',

@@ -18,7 +18,13 @@ const KEYS = [
   '[A-Za-z0-9/+_\\-]{40,}={0,2}',
 ].map((source) => RE2JS.compile(source));
 /** Phone numbers in any grouping, then any remaining run of 3+ digits. */
-const PHONE = RE2JS.compile('\\+?\\(?\\d{1,4}\\)?(?:[ .\\-]?\\(?\\d{1,4}\\)?){2,}\\d');
+const PHONE = RE2JS.compile(
+  [
+    '\\+\\d{1,3}(?:[ .\\-]?\\(?\\d{1,4}\\)?){2,5}', // international: +44 20 7946 0958
+    '\\(\\d{2,4}\\)[ .\\-]?\\d{2,4}(?:[ .\\-]\\d{2,5}){0,3}', // (555) 123-4567
+    '\\d{2,4}(?:[ .\\-]\\d{2,5}){2,4}', // 555.123.4567; a plain digit run is a [NUMBER]
+  ].join('|'),
+);
 const NUMBERS = RE2JS.compile('\\d{3,}');
 
 /** Request fields whose numbers are settings, not data: kept so the targets get the same request. */

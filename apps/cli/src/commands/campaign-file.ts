@@ -10,6 +10,11 @@ export async function readCampaignFile(file: string): Promise<unknown> {
   } catch (error) {
     throw new CliExit(2, `cannot read ${file}: ${(error as Error).message}`);
   }
+  return parseCampaignText(text, file);
+}
+
+/** A campaign file's text as a plain value; anything that is not usable YAML is CliExit 2. */
+export function parseCampaignText(text: string, file: string): unknown {
   try {
     return parse(text, { prettyErrors: true });
   } catch (error) {

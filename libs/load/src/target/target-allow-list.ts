@@ -13,10 +13,6 @@ export class TargetAllowList {
   private readonly addresses = new BlockList();
   private constructor(readonly configured: boolean) {}
 
-  static fromEnv(env: NodeJS.ProcessEnv = process.env): TargetAllowList {
-    return TargetAllowList.parse(env.FATHOM_ALLOWED_TARGETS);
-  }
-
   /** Throws with the entry that is neither a host, a host:port nor a CIDR. */
   static parse(text: string | undefined): TargetAllowList {
     const entries = (text ?? '')

@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fuzzParser, textFrom } from '@fathom/testing';
-import { CampaignFileError, parseCampaignFile } from './campaign-file.parser';
+import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
+import { CliExit } from '../cli-exit';
+import { parseCampaignText } from './campaign-file';
 
-/** A campaign file: a spec or a CampaignFileError naming the line, never a ReferenceError or a hang. */
+/** A campaign file: a spec, or exit code 2 naming the problem; never a ReferenceError or a hang. */
 describe('campaign YAML parsing against hostile input', () => {
   const example = readFileSync(
     join(__dirname, '..', '..', '..', '..', 'examples', 'chat-smoke.yaml'),
@@ -52,13 +54,14 @@ describe('campaign YAML parsing against hostile input', () => {
     'é',
   ];
 
-  it('parseCampaignFile: 10,000 seeded cases', () => {
+  it('parseCampaignText then parseCampaign: 10,000 seeded cases', () => {
     const report = fuzzParser(
       textFrom(fragments, [example], 30),
-      (text) => parseCampaignFile(text, 'c.yaml'),
+      (text) => parseCampaign(parseCampaignText(text, 'c.yaml')),
       {
         seed: 1404,
-        refusal: (error) => error instanceof CampaignFileError,
+        refusal: (error) =>
+          (error instanceof CliExit && error.code === 2) || error instanceof CampaignValidationError,
       },
     );
     expect(report.cases).toBe(10_000);

@@ -67,7 +67,8 @@ export async function scrapeSource(
       if (!response.ok) {
         // Drain so the connection can be reused; the body is not a reading.
         await response.text().catch(() => undefined);
-        const redirected = response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : '';
+        const redirected =
+          response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : '';
         return gap('down', `HTTP ${response.status} from ${target.url}${redirected}`);
       }
       body = await response.text();

@@ -49,7 +49,9 @@ export function parseNvidiaSmiXml(textIn: string): NormalisedSample[] {
     if (error instanceof GpuParseError) throw error;
     // fast-xml-parser throws a plain Error (or overflows its stack) on what its validator let
     // through: two DOCTYPEs, an unclosed processing instruction after the root, deep nesting.
-    throw new GpuParseError(`nvidia-smi XML cannot be parsed: ${error instanceof Error ? error.message : String(error)}`);
+    throw new GpuParseError(
+      `nvidia-smi XML cannot be parsed: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const log = child(doc, 'nvidia_smi_log');
   if (!log) throw new GpuParseError('XML has no <nvidia_smi_log> root: not `nvidia-smi -q -x` output');

@@ -133,9 +133,7 @@ export class RunRepository {
     if (filter.after !== undefined) {
       params.push(filter.after);
       // Compared on the stored timestamp itself (microseconds), not a rounded copy in the cursor.
-      conditions.push(
-        `(created_at, id) < (SELECT created_at, id FROM runs WHERE id = $${params.length})`,
-      );
+      conditions.push(`(created_at, id) < (SELECT created_at, id FROM runs WHERE id = $${params.length})`);
     }
     params.push(filter.limit ?? null);
     const where = conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;

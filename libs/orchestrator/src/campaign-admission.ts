@@ -117,10 +117,18 @@ export async function admitCampaign(
     else admitted = apply(result.path);
   };
   const dataset = 'dataset' in scenario ? scenario.dataset : undefined;
-  if (dataset && (dataset.type === 'jsonl' || dataset.type === 'sharegpt')) {
+  // Every dataset read from a file (jsonl, csv, sharegpt, and any later one with a path).
+  if (dataset && 'path' in dataset) {
     await file('scenario.dataset.path', dataset.path, (path) => ({
       ...admitted,
       scenario: { ...admitted.scenario, dataset: { ...dataset, path } } as CampaignSpec['scenario'],
+    }));
+  }
+  const tokenizer = 'tokenizer' in scenario ? scenario.tokenizer : undefined;
+  if (tokenizer !== undefined && typeof tokenizer === 'object') {
+    await file('scenario.tokenizer.path', tokenizer.path, (path) => ({
+      ...admitted,
+      scenario: { ...admitted.scenario, tokenizer: { path } } as CampaignSpec['scenario'],
     }));
   }
   const profile = spec.load.profile;

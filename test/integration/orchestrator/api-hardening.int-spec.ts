@@ -171,8 +171,17 @@ describe('the API against an attacker (issue 14: input, files, secrets, reach)',
       expect(answer).toContain('scenario.dataset.path');
       expect(answer).not.toContain('root:');
     }
-    const sharegpt = campaign({}, { prompts: undefined, dataset: { type: 'sharegpt', path: '/etc/passwd' } });
-    expect(await issuesOf(await api('/v1/campaigns', { body: sharegpt }))).toContain('scenario.dataset.path');
+    for (const dataset of [
+      { type: 'sharegpt', path: '/etc/passwd' },
+      { type: 'csv', path: '/etc/passwd' },
+    ]) {
+      const body = campaign({}, { prompts: undefined, dataset });
+      expect(await issuesOf(await api('/v1/campaigns', { body }))).toContain('scenario.dataset.path');
+    }
+    const tokenizer = campaign({}, { tokenizer: { path: '/etc/passwd' } });
+    expect(await issuesOf(await api('/v1/campaigns', { body: tokenizer }))).toContain(
+      'scenario.tokenizer.path',
+    );
     const replay = campaign({
       load: { concurrency: 1, durationMs: 600, profile: { type: 'replay', path: '/etc/hostname' } },
     });

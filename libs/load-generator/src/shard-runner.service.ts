@@ -5,14 +5,17 @@ import {
   envelope,
   type RunLifecycle,
   type RunShardCommand,
+  type CampaignSpec,
   type ShardCounts,
 } from '@fathom/contracts';
 import { isStaleShardCommand } from '@fathom/contracts';
+import { resolveSecrets, SecretResolutionError, type SecretSources } from '@fathom/load';
 import { TelemetryPublisher } from './telemetry.publisher';
 import { LoadMetrics } from './load.metrics';
 import { METRICS_REGISTRY } from '@fathom/observability';
 import type { Registry } from 'prom-client';
-import { probeTarget, withResolvedModel } from './target-probe';
+import { probeTarget, withResolvedModel, type TargetProbe } from './target-probe';
+import { ShardSlots } from './shard-slots';
 import { SHARD_HOST, type ShardHost } from './engine-thread.config';
 import type { HostedShard } from './engine-thread';
 import { ShardControls } from './shard-controls';
@@ -50,6 +53,9 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   private readonly subscriptions: Subscription[] = [];
 
   private readonly metrics: LoadMetrics;
+  private readonly secretSources: SecretSources;
+  /** FATHOM_MAX_ACTIVE_SHARDS (default twice the cores, at least 8): the rest wait their turn. */
+  private readonly slots: ShardSlots;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
@@ -59,6 +65,8 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.generatorId = settings.FATHOM_GENERATOR_ID;
     this.metrics = new LoadMetrics(registry);
+    this.slots = new ShardSlots(settings.FATHOM_MAX_ACTIVE_SHARDS);
+    this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
   }
 
   async onModuleInit(): Promise<void> {
@@ -117,7 +125,33 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     this.active.set(key, { abort, done, controls });
   }
 
+  /** The target probe, again (up to 3 tries) while this process itself stalled through it. */
+  private async probe(spec: CampaignSpec): Promise<TargetProbe> {
+    let probe: TargetProbe = { reachable: false, reason: 'not probed' };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      probe = await probeTarget(spec.target.baseUrl, {
+        timeoutMs: Math.min(5000, spec.load.requestTimeoutMs),
+      });
+      if (probe.reachable !== 'unknown') return probe;
+      this.logger.warn(`${probe.reason}; probing again`);
+    }
+    return probe;
+  }
+
   private async execute(
+    command: RunShardCommand,
+    abort: AbortController,
+    controls: ShardControls,
+  ): Promise<void> {
+    const release = await this.slots.acquire();
+    try {
+      await this.executeInSlot(command, abort, controls);
+    } finally {
+      release();
+    }
+  }
+
+  private async executeInSlot(
     command: RunShardCommand,
     abort: AbortController,
     controls: ShardControls,
@@ -163,10 +197,26 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         );
     };
 
-    const probe = await probeTarget(command.spec.target.baseUrl, {
-      timeoutMs: Math.min(5000, command.spec.load.requestTimeoutMs),
-    });
-    const spec = probe.reachable ? withResolvedModel(command.spec, probe.models) : probe.reason;
+    let withSecrets: CampaignSpec;
+    try {
+      // Secrets come by reference; their values exist only in this process, for this shard.
+      withSecrets = await resolveSecrets(command.spec, this.secretSources);
+    } catch (error) {
+      const reason =
+        error instanceof SecretResolutionError ? error.message : 'a secret could not be resolved';
+      this.logger.warn(`run ${runId} shard ${shard.index}: ${reason}`);
+      await lifecycle('shard-failed', empty, reason);
+      return;
+    }
+    const probe = await this.probe(withSecrets);
+    const spec =
+      probe.reachable === true
+        ? withResolvedModel(withSecrets, probe.models)
+        : probe.reachable === 'unknown'
+          ? withResolvedModel(withSecrets, []) === withSecrets
+            ? withSecrets // Nothing to ask the target for: the requests themselves will tell.
+            : probe.reason
+          : probe.reason;
     if (typeof spec === 'string') {
       this.logger.warn(`run ${runId} shard ${shard.index}: ${spec}`);
       await lifecycle('shard-failed', empty, spec);

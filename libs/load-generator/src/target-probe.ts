@@ -1,7 +1,33 @@
 import { request } from 'undici';
 import type { CampaignSpec } from '@fathom/contracts';
 
-export type TargetProbe = { reachable: true; models: string[] } | { reachable: false; reason: string };
+export type TargetProbe =
+  | { reachable: true; models: string[] }
+  | { reachable: false; reason: string }
+  /** The probe failed while this process itself was stalled: nothing is known about the target. */
+  | { reachable: 'unknown'; reason: string; stalledMs: number };
+
+/**
+ * Longest gap between ticks of a 50 ms interval while it runs: how long this process's event
+ * loop was stalled (garbage collection, a busy service beside it, too many shards at once).
+ */
+class StallWatch {
+  private last = performance.now();
+  private worst = 0;
+  private readonly timer = setInterval(() => this.tick(), 50);
+
+  private tick(): void {
+    const now = performance.now();
+    this.worst = Math.max(this.worst, now - this.last - 50);
+    this.last = now;
+  }
+
+  stop(): number {
+    clearInterval(this.timer);
+    this.tick();
+    return Math.round(this.worst);
+  }
+}
 
 /**
  * Checks that a target answers at all before a shard starts, so that an unreachable target
@@ -11,6 +37,8 @@ export type TargetProbe = { reachable: true; models: string[] } | { reachable: f
  */
 export async function probeTarget(baseUrl: string, options: { timeoutMs: number }): Promise<TargetProbe> {
   const url = `${baseUrl.replace(/\/+$/, '')}/models`;
+  const watch = new StallWatch();
+  let stalledMs = 0;
   try {
     const response = await request(url, {
       method: 'GET',
@@ -21,9 +49,25 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
     const text = await response.body.text();
     return { reachable: true, models: response.statusCode === 200 ? modelIds(text) : [] };
   } catch (error) {
+    stalledMs = watch.stop();
     const e = error as Error & { code?: string; cause?: { code?: string } };
     const code = e.code ?? e.cause?.code;
+    // A timer that fired late because this process stalled is not the target's slowness: its
+    // answer may be sitting unread in the socket. A refusal, though, is the target's own.
+    if (
+      code !== 'ECONNREFUSED' &&
+      code !== 'ENOTFOUND' &&
+      stalledMs >= Math.min(1000, options.timeoutMs / 2)
+    ) {
+      return {
+        reachable: 'unknown',
+        stalledMs,
+        reason: `the load-generator itself stalled ${stalledMs} ms while probing ${url}: the target was not judged`,
+      };
+    }
     return { reachable: false, reason: `target unreachable: ${url}: ${code ? `${code} ` : ''}${e.message}` };
+  } finally {
+    if (stalledMs === 0) watch.stop();
   }
 }
 

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { request } from 'undici';
 import type { RunReportDocument } from '@fathom/analysis';
 import { RunReportRepository } from '@fathom/storage';
+import { SecretResolutionError, stashSecrets } from '@fathom/load';
 import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
 import { CliExit } from '../cli-exit';
@@ -87,7 +88,12 @@ function invalid(issues: Array<{ field: string; message: string }>): CliExit {
   return new CliExit(2, `invalid campaign:\n${issues.map((i) => `  ${i.field}: ${i.message}`).join('\n')}`);
 }
 
-async function runEmbedded(input: unknown, options: RunOptions, report: ReportWriter): Promise<PrintableRun> {
+async function runEmbedded(file: unknown, options: RunOptions, report: ReportWriter): Promise<PrintableRun> {
+  // The user's own secrets (values, their variables, their files): moved into this process's
+  // environment, so only references reach the embedded services' storage and bus.
+  const input = await stashSecrets(file, process.env).catch((error: unknown) => {
+    throw error instanceof SecretResolutionError ? new CliExit(2, error.message) : error;
+  });
   // Refuse a bad file before paying for the embedded database's start.
   try {
     parseCampaign(input);
@@ -99,9 +105,12 @@ async function runEmbedded(input: unknown, options: RunOptions, report: ReportWr
     logLevels: options.verbose ? ['error', 'warn', 'log'] : ['error'],
   });
   try {
-    const { runId } = await fathom.campaigns.submit(input, 'cli').catch((error: unknown) => {
-      throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
-    });
+    // The user's own files: the CLI may read any of them.
+    const { runId } = await fathom.campaigns
+      .submit(input, 'cli', { localFiles: true })
+      .catch((error: unknown) => {
+        throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
+      });
     const run = await waitForRun(fathom.runs, runId, {
       timeoutMs: durationOf(input) + Number(options.timeoutMs),
     });
@@ -139,7 +148,10 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
   }
   const runs = {
     get: async (id: string) => {
-      const res = await request(`${base}/v1/runs/${id}`);
+      // Reads need the token too when the orchestrator has one.
+      const res = await request(`${base}/v1/runs/${id}`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
       if (res.statusCode !== 200) {
         await res.body.dump();
         return null;

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { LoadProfile } from '@fathom/contracts';
 import { DatasetParseError } from '../dataset/dataset-parse.error';
 import { parseCsv } from '../dataset/tabular-dataset.parser';
+import { jsonErrorReason } from '../dataset/json-error.util';
 
 export interface ReplayArrival {
   /** Offset from the first recorded arrival, ms. */
@@ -37,7 +38,7 @@ export function parseReplayJsonl(text: string, file: string): ReplayArrival[] {
     try {
       value = JSON.parse(line);
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     const record = value as { timestampMs?: unknown; timestamp?: unknown; prompt?: unknown };
     const at =

@@ -55,6 +55,8 @@ export type RunListFilter = {
   /** One status or any of several. */
   status?: RunStatus | readonly RunStatus[];
   limit?: number;
+  /** Keyset paging: only runs listed after this one (newest first); its id, from the last page. */
+  after?: string;
 };
 
 /**
@@ -127,6 +129,11 @@ export class RunRepository {
       if (statuses.length === 0) return [];
       conditions.push(`status IN (${placeholders(params.length + 1, statuses.length)})`);
       params.push(...statuses);
+    }
+    if (filter.after !== undefined) {
+      params.push(filter.after);
+      // Compared on the stored timestamp itself (microseconds), not a rounded copy in the cursor.
+      conditions.push(`(created_at, id) < (SELECT created_at, id FROM runs WHERE id = $${params.length})`);
     }
     params.push(filter.limit ?? null);
     const where = conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;

@@ -94,7 +94,7 @@ function otlpSpans(text: string, file: string): OtlpSpan[] {
     try {
       doc = JSON.parse(raw) as OtlpExport;
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     if (!Array.isArray(doc?.resourceSpans)) throw new DatasetParseError(file, i + 1, 'no resourceSpans');
     spans.push(...spansOf(doc));
@@ -190,7 +190,7 @@ export function parseReplayMooncake(text: string, file: string): ReplayArrival[]
     try {
       value = JSON.parse(raw) as Record<string, unknown>;
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     if (typeof value !== 'object' || value === null)
       throw new DatasetParseError(file, i + 1, 'each line must be a JSON object');

@@ -1,0 +1,44 @@
+/**
+ * Every threshold a root-cause function uses, with where it comes from:
+ * - (spec): a number of the product spec;
+ * - (suite): set on the simulator's planted faults of the root-cause suite
+ *   (libs/services/src/analyzer/root-cause.int-spec.ts) and checked by the detection benchmark
+ *   (bench/detection): derived on the simulator only;
+ * - (campaign): a campaign setting, passed in through `RootCauseOptions`.
+ */
+export const CauseThresholds = {
+  /** (suite) KV-cache usage peak at which admission is blocked by the cache. */
+  kvUsagePeak: 0.9,
+  /** (suite) Requests waiting on average that, with a full cache, mean blocks ran out. */
+  kvWaitingMean: 1,
+  /** (suite) Inter-token latency must grow by at least this many ms, not only by the factor. */
+  decodeJumpMinMs: 5,
+  /** (suite) A stall is at least this many times the baseline's median gap. */
+  stallGapFactor: 20,
+  /** (suite) Streamed responses needed to judge stalls. */
+  stallMinResponses: 5,
+  /** (suite) Stalled responses needed, and their share. */
+  stallMinStalled: 3,
+  stallShare: 0.2,
+  /** (suite) Responses needed, and the share truncated or malformed, to name an interruption. */
+  interruptionMinResponses: 5,
+  interruptionShare: 0.05,
+  /** (suite) Rerank calls needed, and the share refused busy (spec: 503 "reranker busy: n/32"). */
+  rerankMinCalls: 5,
+  rerankBusyShare: 0.2,
+  /** (suite) Workflows needed, and the share that did not converge. */
+  agentMinWorkflows: 5,
+  agentStuckShare: 0.2,
+  /** (suite) Judged responses needed for a hallucination verdict. */
+  hallucinationMinJudged: 5,
+  /** (suite) Rise of the risky share over the baseline's, or the share without a baseline. */
+  hallucinationRise: 0.3,
+  hallucinationShareNoBaseline: 0.6,
+  /** (suite) Completions needed, and the share of 5xx answers. */
+  serverErrorMinCalls: 5,
+  serverErrorShare: 0.1,
+  /** (suite) Tool calls needed, the share failing assertions, and the baseline's most. */
+  assertionMinCalls: 5,
+  assertionFailedShare: 0.2,
+  assertionBaselineShare: 0.05,
+} as const;

@@ -1,0 +1,45 @@
+import type { RootCauseCause } from '@fathom/contracts';
+import { CauseThresholds } from '../cause-thresholds.constant';
+import { pct, range, type DiagnosisContext } from '../diagnosis.context';
+
+/**
+ * The share of responses with a hallucination-risk segment (spec: sliding-window mean entropy,
+ * facts ~2.1 bits, hallucinated ~4.8 bits) rose over the baseline's, or is high without one.
+ */
+export function hallucinationRiseCause(ctx: DiagnosisContext): RootCauseCause | null {
+  const { recent, base } = ctx;
+  const judged = recent.digests.filter((d) => d.riskSegments !== null);
+  const baseJudged = base ? base.digests.filter((d) => d.riskSegments !== null) : [];
+  if (judged.length < CauseThresholds.hallucinationMinJudged) return null;
+  const risky = judged.filter((d) => (d.riskSegments ?? 0) > 0);
+  const share = risky.length / judged.length;
+  const baseShare =
+    baseJudged.length >= CauseThresholds.hallucinationMinJudged
+      ? baseJudged.filter((d) => (d.riskSegments ?? 0) > 0).length / baseJudged.length
+      : null;
+  const rise = baseShare === null ? null : share - baseShare;
+  if (!(
+    (rise !== null && rise >= CauseThresholds.hallucinationRise) ||
+    (baseShare === null && share >= CauseThresholds.hallucinationShareNoBaseline)
+  ))
+    return null;
+  return {
+    kind: 'hallucination-rise',
+    title: 'the share of responses with high-entropy (hallucination-risk) segments rose',
+    confidence: Math.min(1, 0.5 + (rise ?? share - 0.2)),
+    ...range(risky, recent),
+    evidence: [
+      `${risky.length}/${judged.length} responses (${pct(share)}) carry a risk segment (window mean entropy above ~2.9 bits), baseline ${baseShare === null ? 'n/a' : pct(baseShare)}`,
+      `peak window mean entropy ${Math.max(...risky.map((d) => d.maxWindowEntropyBits ?? 0)).toFixed(2)} bits (spec: facts ~2.1, hallucinated ~4.8 bits)`,
+    ],
+    figures: {
+      riskyShare: share,
+      ...(baseShare !== null ? { baselineShare: baseShare } : {}),
+      judged: judged.length,
+    },
+    advice: [
+      'lower the sampling temperature and ground answers in retrieved context',
+      'gate answers on the sliding-window entropy: regenerate or abstain on a risk segment',
+    ],
+  };
+}

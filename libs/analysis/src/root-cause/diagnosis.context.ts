@@ -1,0 +1,160 @@
+import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
+import { gpuMax, gpuMean, type RunTimeline, type SpanView } from '../evidence/run-timeline';
+import type { LayerCall, RecordDigest } from '../evidence/record-digest';
+
+export interface RootCauseOptions {
+  /** The first part of a run is ramp-up and not a baseline (ms). */
+  readonly warmupMs: number;
+  /** Length of the baseline span after warm-up (ms). */
+  readonly baselineMs: number;
+  /** The recent span judged against the baseline (ms). */
+  readonly recentMs: number;
+  /** P99 budget (ms): the campaign's, else tier SLO-0's 800 ms (spec). */
+  readonly p99BudgetMs: number;
+  /** A hop "jumped" when its figure grew by this factor over the baseline. */
+  readonly jumpFactor: number;
+  /** A gap between tokens at least this long (ms) is a stall, whatever the baseline. */
+  readonly stallMs: number;
+}
+
+export const DEFAULT_ROOT_CAUSE_OPTIONS: RootCauseOptions = {
+  warmupMs: 2_000,
+  baselineMs: 2_000,
+  recentMs: 3_000,
+  // P99 <= 800 ms: tier SLO-0 (spec)
+  p99BudgetMs: 800,
+  jumpFactor: 2,
+  stallMs: 500,
+};
+
+/** A layer call with the time of the request that made it. */
+export type TimedCall = LayerCall & { readonly at: number; readonly startedAt: number };
+
+/**
+ * What every cause function reads, computed once per diagnosis: the recent span and the
+ * baseline span, the spec flow's head (P99 against budget and baseline), the first-hop and
+ * decode figures, and the GPU context (SM heat map, DRAM bandwidth) the flow consults.
+ */
+export interface DiagnosisContext {
+  readonly timeline: RunTimeline;
+  readonly nowMs: number;
+  readonly options: RootCauseOptions;
+  readonly recent: SpanView;
+  /** The baseline span after warm-up, once the recent span lies past it. */
+  readonly base: SpanView | null;
+  readonly hasBaseline: boolean;
+  readonly calls: readonly TimedCall[];
+  readonly p99: number | null;
+  readonly p99Base: number | null;
+  /** P99 over budget, or jumped by `jumpFactor` over the baseline. */
+  readonly overBudget: boolean;
+  readonly flowHead: string;
+  readonly ttft: number | null;
+  readonly ttftBase: number | null;
+  readonly ttftJump: number | null;
+  readonly itl: number | null;
+  readonly itlBase: number | null;
+  readonly itlJump: number | null;
+  readonly dram: number | null;
+  readonly dramSaturated: boolean;
+  readonly gpuLines: readonly string[];
+  readonly gpuFigures: Readonly<Record<string, number>>;
+}
+
+export const ms = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(1)} ms`);
+export const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+export const iso = (t: number) => new Date(t).toISOString();
+
+/** From the first to the last of the digests, or the span's bounds when there is none. */
+export function range(
+  digests: readonly RecordDigest[],
+  fallback: SpanView,
+): { since: number; until: number } {
+  if (!digests.length) return { since: fallback.fromMs, until: fallback.toMs };
+  return {
+    since: Math.min(...digests.map((d) => d.startedAt)),
+    until: Math.max(...digests.map((d) => d.at)),
+  };
+}
+
+export function ratio(recent: number | null, base: number | null): number | null {
+  if (recent === null || base === null || base <= 0) return null;
+  return recent / base;
+}
+
+export function median(values: number[]): number | null {
+  if (!values.length) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/**
+ * The context at `nowMs`, or null while there is nothing to judge (no evidence, or the recent
+ * span would lie inside the warm-up). Ramp-up (connections, JIT, first scrapes) is neither
+ * baseline nor evidence.
+ */
+export function diagnosisContext(
+  timeline: RunTimeline,
+  nowMs: number,
+  options: RootCauseOptions,
+): DiagnosisContext | null {
+  const start = timeline.startMs;
+  if (start === null) return null;
+  const baselineFrom = start + options.warmupMs;
+  const baselineTo = baselineFrom + options.baselineMs;
+  const recentFrom = Math.max(baselineFrom, nowMs - options.recentMs);
+  if (recentFrom >= nowMs) return null;
+  const recent = timeline.span(recentFrom, nowMs);
+  const hasBaseline = recentFrom >= baselineTo;
+  const base = hasBaseline ? timeline.span(baselineFrom, baselineTo) : null;
+
+  const dram = gpuMax(recent.gpu, 'dram_active_ratio');
+  const sm = gpuMean(recent.gpu, 'sm_active_ratio') ?? gpuMean(recent.gpu, 'gpu_util_pct') ?? null;
+  const dramSaturated = dram !== null && dram > DEFAULT_BANDWIDTH_SATURATION_THRESHOLD;
+  const gpuLines = [
+    `SM heat map, recent mean: ${sm === null ? 'no SM reading' : sm > 1 ? `${sm.toFixed(0)} % util` : `${(sm * 100).toFixed(0)} % SM active`}`,
+    dram === null
+      ? 'DRAM bandwidth: no DCGM reading'
+      : `DRAM active peak ${(dram * 100).toFixed(0)} % ${dramSaturated ? '>' : '<='} ${DEFAULT_BANDWIDTH_SATURATION_THRESHOLD * 100} %: ${dramSaturated ? 'bandwidth-bound' : 'not bandwidth-bound'}`,
+  ];
+  const gpuFigures: Record<string, number> = {
+    ...(dram !== null ? { dramActivePeak: dram } : {}),
+    ...(sm !== null ? { smActiveMean: sm } : {}),
+  };
+
+  const p99 = recent.latency.e2e.p99;
+  const p99Base = base?.latency.e2e.p99 ?? null;
+  const p99Jump = ratio(p99, p99Base);
+  const overBudget =
+    p99 !== null && (p99 > options.p99BudgetMs || (p99Jump !== null && p99Jump >= options.jumpFactor));
+  const ttft = recent.latency.ttft.p99;
+  const ttftBase = base?.latency.ttft.p99 ?? null;
+  const itl = recent.latency.itl.p50;
+  const itlBase = base?.latency.itl.p50 ?? null;
+  const calls = recent.digests.flatMap((d) =>
+    d.calls.map((c) => ({ ...c, at: d.at, startedAt: d.startedAt })),
+  );
+  return {
+    timeline,
+    nowMs,
+    options,
+    recent,
+    base,
+    hasBaseline,
+    calls,
+    p99,
+    p99Base,
+    overBudget,
+    flowHead: `P99 ${ms(p99)} (baseline ${ms(p99Base)}, budget ${options.p99BudgetMs} ms)`,
+    ttft,
+    ttftBase,
+    ttftJump: ratio(ttft, ttftBase),
+    itl,
+    itlBase,
+    itlJump: ratio(itl, itlBase),
+    dram,
+    dramSaturated,
+    gpuLines,
+    gpuFigures,
+  };
+}

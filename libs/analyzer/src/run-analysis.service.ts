@@ -301,6 +301,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     if (signal.kind !== 'detector') return;
     const state = await this.state(signal.runId, signal.campaignId);
     state.timeline.addDetector(signal);
+    this.scheduleEvaluation(signal.runId, state);
     const layer = BREAKER_SIGNALS[signal.detector as DetectorName];
     if (layer && state.spec && signal.severity !== 'info') {
       const key = { target: state.spec.target.baseUrl, layer, node: nodeOf(state.spec) };
@@ -385,7 +386,9 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       await this.publishTier(event);
     }
     const p99Budget = state.spec?.slo.p99Ms ?? this.causeOptions.p99BudgetMs;
-    const diagnosis = diagnose(state.timeline, now, { ...this.causeOptions, p99BudgetMs: p99Budget });
+    // A detector's verdict may come after the last record it judged: causes see it too.
+    const causeNow = state.timeline.detectors.reduce((t, s) => Math.max(t, s.emittedAt), now);
+    const diagnosis = diagnose(state.timeline, causeNow, { ...this.causeOptions, p99BudgetMs: p99Budget });
     if (state.causes.observe(diagnosis, Date.now())) {
       const ranked = state.causes.ranked();
       const event: RootCauseChange = {

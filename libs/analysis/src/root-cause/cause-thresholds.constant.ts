@@ -34,9 +34,20 @@ export const CauseThresholds = {
   /** (suite) Rise of the risky share over the baseline's, or the share without a baseline. */
   hallucinationRise: 0.3,
   hallucinationShareNoBaseline: 0.6,
-  /** (suite) Completions needed, and the share of 5xx answers. */
-  serverErrorMinCalls: 5,
-  serverErrorShare: 0.1,
+  /**
+   * Errors of one class (5xx, 429, timeout, connect) are judged over this longer span, warm-up
+   * included, so that a rate of 1 % still gives a few errors to count (ms).
+   */
+  errorWindowMs: 10_000,
+  /** (suite) Errors of one class needed in the error span. */
+  errorMinCount: 3,
+  /**
+   * (spec) Share of one error class that costs the tier: tier SLO-1 holds availability 99.5 %, so
+   * more than 0.5 % of calls failing for one reason leaves it.
+   */
+  errorShare: 0.005,
+  /** (suite) Mean requests waiting at the server over the recent span: the queue is standing. */
+  queueWaitingMean: 1,
   /** (suite) Tool calls needed, the share failing assertions, and the baseline's most. */
   assertionMinCalls: 5,
   assertionFailedShare: 0.2,

@@ -37,9 +37,17 @@ export type TimedCall = LayerCall & { readonly at: number; readonly startedAt: n
  */
 export interface DiagnosisContext {
   readonly timeline: RunTimeline;
+  /** Start of the run's evidence (epoch ms). */
+  readonly startMs: number;
   readonly nowMs: number;
   readonly options: RootCauseOptions;
+  /**
+   * The recent span, warm-up included: what is named counts whenever it happened (a fault seen
+   * during warm-up is still a cause).
+   */
   readonly recent: SpanView;
+  /** The recent span past the warm-up, null inside it: latency verdicts judge only this. */
+  readonly steady: SpanView | null;
   /** The baseline span after warm-up, once the recent span lies past it. */
   readonly base: SpanView | null;
   readonly hasBaseline: boolean;
@@ -89,9 +97,8 @@ export function median(values: number[]): number | null {
 }
 
 /**
- * The context at `nowMs`, or null while there is nothing to judge (no evidence, or the recent
- * span would lie inside the warm-up). Ramp-up (connections, JIT, first scrapes) is neither
- * baseline nor evidence.
+ * The context at `nowMs`, or null before any evidence. Ramp-up (connections, JIT, first
+ * scrapes) is neither a baseline nor a latency verdict, but what happens in it is named.
  */
 export function diagnosisContext(
   timeline: RunTimeline,
@@ -102,10 +109,13 @@ export function diagnosisContext(
   if (start === null) return null;
   const baselineFrom = start + options.warmupMs;
   const baselineTo = baselineFrom + options.baselineMs;
-  const recentFrom = Math.max(baselineFrom, nowMs - options.recentMs);
+  const recentFrom = Math.max(start, nowMs - options.recentMs);
   if (recentFrom >= nowMs) return null;
   const recent = timeline.span(recentFrom, nowMs);
-  const hasBaseline = recentFrom >= baselineTo;
+  const steadyFrom = Math.max(baselineFrom, recentFrom);
+  const steady =
+    steadyFrom < nowMs ? (steadyFrom === recentFrom ? recent : timeline.span(steadyFrom, nowMs)) : null;
+  const hasBaseline = steadyFrom >= baselineTo;
   const base = hasBaseline ? timeline.span(baselineFrom, baselineTo) : null;
 
   const dram = gpuMax(recent.gpu, 'dram_active_ratio');
@@ -122,23 +132,25 @@ export function diagnosisContext(
     ...(sm !== null ? { smActiveMean: sm } : {}),
   };
 
-  const p99 = recent.latency.e2e.p99;
+  const p99 = steady?.latency.e2e.p99 ?? null;
   const p99Base = base?.latency.e2e.p99 ?? null;
   const p99Jump = ratio(p99, p99Base);
   const overBudget =
     p99 !== null && (p99 > options.p99BudgetMs || (p99Jump !== null && p99Jump >= options.jumpFactor));
-  const ttft = recent.latency.ttft.p99;
+  const ttft = steady?.latency.ttft.p99 ?? null;
   const ttftBase = base?.latency.ttft.p99 ?? null;
-  const itl = recent.latency.itl.p50;
+  const itl = steady?.latency.itl.p50 ?? null;
   const itlBase = base?.latency.itl.p50 ?? null;
   const calls = recent.digests.flatMap((d) =>
     d.calls.map((c) => ({ ...c, at: d.at, startedAt: d.startedAt })),
   );
   return {
     timeline,
+    startMs: start,
     nowMs,
     options,
     recent,
+    steady,
     base,
     hasBaseline,
     calls,

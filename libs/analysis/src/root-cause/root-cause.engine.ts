@@ -1,5 +1,7 @@
 import type { RootCauseCause } from '@fathom/contracts';
 import type { RunTimeline } from '../evidence/run-timeline';
+import { capacitySaturationCause } from './causes/capacity-saturation.cause';
+import { errorClassCauses } from './causes/error-classes.cause';
 import { agentWorkflowCause } from './causes/agent-workflow.cause';
 import { decodeSlowdownCause } from './causes/decode-slowdown.cause';
 import { hallucinationRiseCause } from './causes/hallucination-rise.cause';
@@ -7,7 +9,6 @@ import { kvCachePressureCause } from './causes/kv-cache-pressure.cause';
 import { promptExplosionCause } from './causes/prompt-explosion.cause';
 import { rerankerSaturationCause } from './causes/reranker-saturation.cause';
 import { retrievalMismatchCause } from './causes/retrieval-mismatch.cause';
-import { serverErrorsCause } from './causes/server-errors.cause';
 import { streamInterruptionCause } from './causes/stream-interruption.cause';
 import { streamStallCause } from './causes/stream-stall.cause';
 import { toolSchemaDriftCause } from './causes/tool-schema-drift.cause';
@@ -36,6 +37,7 @@ export function diagnose(
   const causes = [
     kv,
     decodeSlowdownCause(ctx, kv !== null),
+    capacitySaturationCause(ctx, kv !== null),
     streamStallCause(ctx),
     streamInterruptionCause(ctx),
     rerankerSaturationCause(ctx),
@@ -43,7 +45,7 @@ export function diagnose(
     toolSchemaDriftCause(ctx),
     retrievalMismatchCause(ctx),
     hallucinationRiseCause(ctx),
-    serverErrorsCause(ctx),
+    ...errorClassCauses(ctx),
     promptExplosionCause(ctx),
   ].filter((c): c is RootCauseCause => c !== null);
   return causes.sort((a, b) => b.confidence - a.confidence);

@@ -30,6 +30,16 @@ export const faultSpecSchema = z.discriminatedUnion('kind', [
     status: z.union([z.literal(500), z.literal(502), z.literal(503)]).default(503),
     ...base,
   }),
+  /**
+   * With probability `rate`, completion requests are refused at once with 429 and a
+   * `Retry-After: retryAfterS` header, as a quota-limited API answers.
+   */
+  z.object({
+    kind: z.literal('rate_limit'),
+    rate: z.number().min(0).max(1).default(1),
+    retryAfterS: z.number().int().min(0).default(2),
+    ...base,
+  }),
   /** Tool contracts drift: a field changes type, a required field is added, or one is dropped. */
   z.object({
     kind: z.literal('schema_drift'),

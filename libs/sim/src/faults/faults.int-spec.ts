@@ -173,6 +173,16 @@ describe('faults switched at run time', () => {
     expect((await chat({ max_tokens: 2 })).res.status).toBe(200);
   });
 
+  it('rate_limit refuses completions with 429, a Retry-After header and an OpenAI rate-limit body', async () => {
+    await setFault({ kind: 'rate_limit', rate: 1, retryAfterS: 3 });
+    const refused = await chat();
+    expect(refused.res.status).toBe(429);
+    expect(refused.res.headers.get('retry-after')).toBe('3');
+    expect(JSON.parse(refused.text).error).toMatchObject({ code: 'rate_limit_exceeded', message: expect.stringContaining('try again in 3s') });
+    await clearFault('rate_limit');
+    expect((await chat({ max_tokens: 2 })).res.status).toBe(200);
+  });
+
   it('schema_drift changes a tool contract and its responses', async () => {
     const doc = async (): Promise<Record<string, unknown>> => {
       const body = (await (await fetch(`${sut.url}/tools/weather/v2.1/openapi.json`)).json()) as {

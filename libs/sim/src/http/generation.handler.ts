@@ -348,6 +348,20 @@ export function injectedServerError(ctx: SimContext, requestNumber: number): Api
   );
 }
 
+/** Completion requests are refused with 429 while the rate_limit fault is on (with probability `rate`). */
+export function injectedRateLimit(ctx: SimContext, requestNumber: number): ApiError | null {
+  const fault = ctx.faults.get('rate_limit');
+  if (fault === undefined || new Prng(requestNumber * 40503 + 1).next() >= fault.rate) return null;
+  return new ApiError(
+    429,
+    `Rate limit reached for requests. Please try again in ${fault.retryAfterS}s.`,
+    'requests',
+    null,
+    'rate_limit_exceeded',
+    { 'retry-after': String(fault.retryAfterS) },
+  );
+}
+
 interface GenerationSpec {
   endpoint: string;
   model: string;
@@ -505,7 +519,7 @@ function generate(
   const number = ctx.nextRequestNumber();
   const simId = `sim-${number.toString(36).padStart(6, '0')}`;
   const headers = { 'x-sim-request-id': simId };
-  const injected = injectedServerError(ctx, number);
+  const injected = injectedServerError(ctx, number) ?? injectedRateLimit(ctx, number);
   const fathomHeader = req.headers['x-fathom-request'];
   const arrivalEpochMs = epochNowMs();
   const out = ctx.config.output;

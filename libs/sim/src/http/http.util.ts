@@ -8,6 +8,8 @@ export class ApiError extends Error {
     readonly type: string = 'invalid_request_error',
     readonly param: string | null = null,
     readonly code: string | null = null,
+    /** Response headers the error carries (e.g. `retry-after` on a 429). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -86,7 +88,7 @@ export function sendError(res: ServerResponse, error: ApiError, headers: Record<
     res.destroy();
     return;
   }
-  sendJson(res, error.status, error.body(), headers);
+  sendJson(res, error.status, error.body(), { ...error.headers, ...headers });
 }
 
 /** Maps a zod error to a 400 naming the first bad parameter. */

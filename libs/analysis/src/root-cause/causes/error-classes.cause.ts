@@ -1,0 +1,118 @@
+import type { RootCauseCause } from '@fathom/contracts';
+import type { RecordDigest } from '../../evidence/record-digest';
+import { CauseThresholds } from '../cause-thresholds.constant';
+import { iso, pct, type DiagnosisContext, type TimedCall } from '../diagnosis.context';
+
+/**
+ * Failed calls by class, each its own cause: 5xx answers, 429 rate limiting, timeouts, connection
+ * errors. Each is judged over the error span (`CauseThresholds.errorWindowMs`, warm-up included)
+ * so a rate of 1 % still counts, and named when its share costs tier SLO-1's availability (spec:
+ * 99.5 %) with at least `errorMinCount` of them; the cause says its share, its count, when it
+ * started in that span and an example.
+ */
+interface ErrorClassRule {
+  readonly kind: string;
+  readonly title: string;
+  /** The failed calls of this class among the span's calls. */
+  readonly select: (call: TimedCall, digest: RecordDigest) => boolean;
+  readonly what: string;
+  readonly advice: (failed: readonly TimedCall[]) => string[];
+  readonly figures?: (failed: readonly TimedCall[]) => Record<string, number>;
+}
+
+/** The seconds a 429 asks to wait: `Retry-After: n` or OpenAI's "Please try again in 1.5s / 20ms". */
+export function retryAfterSeconds(text: string | undefined): number | null {
+  if (!text) return null;
+  const m =
+    /retry[- ]after["']?\s*[:=]?\s*(\d+(?:\.\d+)?)\s*(ms|s)?/i.exec(text) ??
+    /try again in\s+(\d+(?:\.\d+)?)\s*(ms|s)\b/i.exec(text);
+  if (!m) return null;
+  const value = Number(m[1]);
+  return m[2]?.toLowerCase() === 'ms' ? value / 1000 : value;
+}
+
+const RULES: readonly ErrorClassRule[] = [
+  {
+    kind: 'server-errors',
+    title: 'the target answers with 5xx errors',
+    // A rerank 503 "busy" is the reranker's cap, named on its own (reranker-saturation).
+    select: (c) => !c.ok && c.status >= 500 && !(c.layer === 'rerank' && /busy/i.test(c.error ?? '')),
+    what: 'failed with 5xx',
+    advice: () => [
+      'read the server log for the failing requests; check health checks and restarts of the engine',
+    ],
+  },
+  {
+    kind: 'rate-limited',
+    title: 'the target rate-limits the load (429 Too Many Requests): these are refusals, not server faults',
+    select: (c) => !c.ok && c.status === 429,
+    what: 'refused with 429',
+    figures: (failed): Record<string, number> => {
+      const waits = failed.map((c) => retryAfterSeconds(c.error)).filter((s): s is number => s !== null);
+      return waits.length
+        ? { retryAfterMaxS: Math.max(...waits), retryAfterShare: waits.length / failed.length }
+        : {};
+    },
+    advice: (failed) => {
+      const waits = failed.map((c) => retryAfterSeconds(c.error)).filter((s): s is number => s !== null);
+      return [
+        waits.length
+          ? `honour Retry-After (the target asked to wait up to ${Math.max(...waits)} s) and lower the request or token rate below the quota`
+          : 'lower the request or token rate below the quota, or back off on 429',
+        'raise the quota (rate-limit tier) for the key under test, or spread the load over several keys only if production does the same',
+      ];
+    },
+  },
+  {
+    kind: 'request-timeouts',
+    title: 'requests time out before the target answers completely',
+    select: (c, d) => !c.ok && d.errorClass === 'timeout',
+    what: 'timed out',
+    advice: () => [
+      'compare the timeout with the latency the target reaches under this load: a queueing target (see capacity) needs fewer streams, a slow stream a longer timeout',
+      'check the target and any proxy between for stalled connections (idle timeouts, slow upstreams)',
+    ],
+  },
+  {
+    kind: 'connection-errors',
+    title: 'connections to the target fail (refused, reset or unreachable)',
+    select: (c, d) => !c.ok && d.errorClass === 'connect',
+    what: 'could not connect or were reset before an answer',
+    advice: () => [
+      'check that the target is up and listening, and its connection limits (max connections, backlog, file descriptors)',
+      'look for restarts of the target or a load balancer dropping connections under this load',
+    ],
+  },
+];
+
+export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
+  const span = ctx.timeline.span(Math.max(ctx.startMs, ctx.nowMs - CauseThresholds.errorWindowMs), ctx.nowMs);
+  const calls: { call: TimedCall; digest: RecordDigest }[] = [];
+  for (const d of span.digests)
+    for (const c of d.calls) calls.push({ call: { ...c, at: d.at, startedAt: d.startedAt }, digest: d });
+  const out: RootCauseCause[] = [];
+  for (const rule of RULES) {
+    const failed = calls.filter((x) => rule.select(x.call, x.digest)).map((x) => x.call);
+    if (failed.length < CauseThresholds.errorMinCount) continue;
+    const share = failed.length / calls.length;
+    if (share < CauseThresholds.errorShare) continue;
+    const since = Math.min(...failed.map((c) => c.startedAt));
+    const layers = [...new Set(failed.map((c) => c.layer))];
+    const seconds = ((span.toMs - span.fromMs) / 1000).toFixed(1);
+    out.push({
+      kind: rule.kind,
+      title: rule.title,
+      confidence: Math.min(1, 0.5 + share / 2),
+      since,
+      until: Math.max(...failed.map((c) => c.at)),
+      evidence: [
+        `${failed.length}/${calls.length} calls (${pct(share)}) in the last ${seconds} s ${rule.what} (on ${layers.join(', ')}); above ${pct(CauseThresholds.errorShare)}, tier SLO-1's error budget (spec: 99.5 % availability)`,
+        `first at ${iso(since)}`,
+        `example: ${failed[0].error ?? `HTTP ${failed[0].status}`}`,
+      ],
+      figures: { failed: failed.length, calls: calls.length, share, ...(rule.figures?.(failed) ?? {}) },
+      advice: rule.advice(failed),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,279 @@
+import { envelope, type DetectorSignal, type GpuTelemetry, type TelemetryWindow } from '@fathom/contracts';
+import { decodeHistogram, encodeHistogram, mergeWindows } from '@fathom/load';
+import type { LayerCall, RecordDigest } from '../../evidence/record-digest';
+import { RunTimeline } from '../../evidence/run-timeline';
+import { diagnose } from '../root-cause.engine';
+import { retryAfterSeconds } from './error-classes.cause';
+
+const T0 = 1_700_000_000_000;
+
+const histogramOf = (ms: number, count: number) => {
+  const h = decodeHistogram(mergeWindows([]).histogramsUs.e2e);
+  h.recordValueWithCount(Math.round(ms * 1000), count);
+  return encodeHistogram(h);
+};
+
+/** One-second windows from T0 to `seconds`; `latency(s)` gives E2E, TTFT and ITL of second s. */
+function windows(
+  seconds: number,
+  latency: (s: number) => { e2e: number; ttft: number; itl: number },
+): TelemetryWindow[] {
+  return Array.from({ length: seconds }, (_, seq) => {
+    const l = latency(seq);
+    return {
+      ...envelope('c', 'r', T0 + 1_000 * (seq + 1)),
+      generatorId: 'g',
+      shard: 0,
+      windowStart: T0 + 1_000 * seq,
+      windowMs: 1_000,
+      seq,
+      requests: 50,
+      errors: 0,
+      errorClasses: {},
+      dropped: 0,
+      late: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      histogramsUs: {
+        e2e: histogramOf(l.e2e, 50),
+        correctedE2e: histogramOf(l.e2e, 50),
+        ttft: histogramOf(l.ttft, 50),
+        itl: histogramOf(l.itl, 50),
+      },
+    };
+  });
+}
+
+function digest(
+  at: number,
+  call: Partial<LayerCall> = {},
+  errorClass: string | null = null,
+  e2eMs = 40,
+): RecordDigest {
+  const ok = call.ok ?? true;
+  return {
+    at,
+    startedAt: at - e2eMs,
+    lateMs: 0,
+    ok,
+    errorClass: ok ? null : errorClass,
+    e2eMs,
+    ttftMs: null,
+    gapMaxMs: null,
+    gapMedianMs: null,
+    tokenMismatch: null,
+    outputTokens: 0,
+    riskSegments: null,
+    maxWindowEntropyBits: null,
+    calls: [{ layer: 'llm', path: '/v1/chat/completions', ok, status: ok ? 200 : 0, ...call }],
+  };
+}
+
+/** `perSecond` chat calls a second over `seconds`; `fail(i)` makes call i fail as given. */
+function callTimeline(
+  seconds: number,
+  perSecond: number,
+  fail: (i: number, at: number) => { call: Partial<LayerCall>; errorClass: string } | null,
+): RunTimeline {
+  const sut = new RunTimeline();
+  sut.addDigests(
+    Array.from({ length: seconds * perSecond }, (_, i) => {
+      const at = T0 + 20 + Math.floor((i * 1_000) / perSecond);
+      const f = fail(i, at);
+      return f ? digest(at, { ok: false, ...f.call }, f.errorClass) : digest(at);
+    }),
+  );
+  return sut;
+}
+
+function gpu(at: number, metrics: Record<string, number>): GpuTelemetry {
+  return {
+    ...envelope('c', 'r', at),
+    source: 'vllm',
+    url: 'http://sim/metrics',
+    scrapedAt: at,
+    health: 'ok',
+    samples: Object.entries(metrics).map(([metric, value]) => ({
+      gpu: '0',
+      instance: null,
+      metric,
+      value,
+      unit: 'x',
+    })),
+  } as unknown as GpuTelemetry;
+}
+
+describe('everyday causes', () => {
+  describe('errors by class', () => {
+    it('names rate-limited (not server-errors) for 429s, with the Retry-After the target asked for', () => {
+      const timeline = callTimeline(8, 40, (i) =>
+        i % 10 === 0
+          ? {
+              call: {
+                status: 429,
+                error: 'Rate limit reached for requests. Please try again in 3s.',
+              },
+              errorClass: 'http-4xx',
+            }
+          : null,
+      );
+      const causes = diagnose(timeline, T0 + 8_000);
+      expect(causes.map((c) => c.kind)).toEqual(['rate-limited']);
+      expect(causes[0].figures).toMatchObject({ share: expect.closeTo(0.1, 2), retryAfterMaxS: 3 });
+      expect(causes[0].advice[0]).toMatch(/Retry-After.*3 s/);
+    });
+
+    it('names server-errors at a 1 % rate once a few have been seen, with the share and onset', () => {
+      const timeline = callTimeline(10, 40, (i) =>
+        i % 100 === 50
+          ? { call: { status: 503, error: 'HTTP 503: overloaded' }, errorClass: 'http-5xx' }
+          : null,
+      );
+      const causes = diagnose(timeline, T0 + 10_000);
+      expect(causes.map((c) => c.kind)).toEqual(['server-errors']);
+      expect(causes[0].figures.share).toBeCloseTo(0.01, 3);
+      expect(causes[0].since).toBe(T0 + 20 + 1_250 - 40);
+      expect(causes[0].evidence[1]).toMatch(/^first at /);
+    });
+
+    it('names request-timeouts and connection-errors each by their class', () => {
+      const timeline = callTimeline(6, 40, (i) =>
+        i % 10 === 1
+          ? { call: { error: 'RequestTimeout: no complete response within 500 ms' }, errorClass: 'timeout' }
+          : i % 10 === 2
+            ? { call: { error: 'Error: connect ECONNREFUSED' }, errorClass: 'connect' }
+            : null,
+      );
+      expect(
+        diagnose(timeline, T0 + 6_000)
+          .map((c) => c.kind)
+          .sort(),
+      ).toEqual(['connection-errors', 'request-timeouts']);
+    });
+
+    it('names nothing for two stray errors, or an error share within the SLO-1 budget', () => {
+      expect(
+        diagnose(
+          callTimeline(8, 40, (i) =>
+            i === 7 || i === 99 ? { call: { status: 500 }, errorClass: 'http-5xx' } : null,
+          ),
+          T0 + 8_000,
+        ),
+      ).toEqual([]);
+      expect(
+        diagnose(
+          callTimeline(10, 100, (i) =>
+            i % 250 === 0 ? { call: { status: 500 }, errorClass: 'http-5xx' } : null,
+          ),
+          T0 + 10_000,
+        ),
+      ).toEqual([]);
+    });
+
+    it('reads the wait a 429 asks for from a Retry-After header text or OpenAI’s message', () => {
+      expect(retryAfterSeconds('Retry-After: 7')).toBe(7);
+      expect(retryAfterSeconds('Please try again in 20ms.')).toBe(0.02);
+      expect(retryAfterSeconds('Please try again in 1.5s.')).toBe(1.5);
+      expect(retryAfterSeconds('quota exceeded')).toBeNull();
+    });
+  });
+
+  describe('causes seen during warm-up', () => {
+    it('names a prompt explosion whose signals all fell in the first 2 s', () => {
+      const timeline = new RunTimeline();
+      for (const w of windows(4, () => ({ e2e: 100, ttft: 20, itl: 10 }))) timeline.addWindow(w);
+      for (let k = 0; k < 3; k++)
+        timeline.addDetector({
+          ...envelope('c', 'r', T0 + 500 + 300 * k),
+          kind: 'detector',
+          detector: 'prompt-explosion',
+          requestId: `r-${k}`,
+          severity: 'critical',
+          message: 'nested prompt depth 7 > 5',
+          figures: { depth: 7 },
+        } as DetectorSignal);
+      const now = T0 + 1_800;
+      expect(diagnose(timeline, now).map((c) => c.kind)).toEqual(['prompt-explosion']);
+    });
+
+    it('names errors of the warm-up too', () => {
+      const timeline = callTimeline(2, 40, (i) =>
+        i % 5 === 0
+          ? { call: { status: 502, error: 'HTTP 502: Bad gateway.' }, errorClass: 'http-5xx' }
+          : null,
+      );
+      expect(diagnose(timeline, T0 + 1_900).map((c) => c.kind)).toEqual(['server-errors']);
+    });
+  });
+
+  describe('capacity-saturation', () => {
+    /** 10 s at a standing queue from `queueFrom` s; KV at `kv`; ITL `itl(s)`. */
+    function saturated(queueFrom: number, kv = 0.11, itl: (s: number) => number = () => 17) {
+      const timeline = new RunTimeline();
+      for (const w of windows(10, (s) =>
+        s >= queueFrom ? { e2e: 2_400, ttft: 1_300, itl: itl(s) } : { e2e: 600, ttft: 80, itl: itl(s) },
+      ))
+        timeline.addWindow(w);
+      for (let at = T0 + 250; at <= T0 + 10_000; at += 500) {
+        const queued = at >= T0 + queueFrom * 1_000;
+        timeline.addGpu(
+          gpu(at, {
+            requests_waiting: queued ? 32 : 0,
+            requests_running: queued ? 32 : 20,
+            kv_cache_usage_ratio: kv,
+          }),
+        );
+      }
+      // 64 streams in flight once queued, each request 2.4 s long.
+      const digests: RecordDigest[] = [];
+      for (let at = T0 + 2_400; at <= T0 + 10_000; at += 2_400 / 64)
+        digests.push(digest(at, {}, null, 2_400));
+      timeline.addDigests(digests);
+      return timeline;
+    }
+
+    it('names it when requests queue, TTFT climbs, decode holds and KV is not the limit, with where it started', () => {
+      const causes = diagnose(saturated(6), T0 + 10_000);
+      expect(causes[0]).toMatchObject({
+        kind: 'capacity-saturation',
+        since: T0 + 6_250,
+        figures: { waitingMean: 32, runningMax: 32, inFlightAtOnset: 64, kvUsagePeak: 0.11 },
+      });
+      expect(causes[0].confidence).toBeGreaterThanOrEqual(0.7);
+      expect(causes[0].advice.join(' ')).toMatch(/fewer streams.*batch of 32/);
+      expect(causes[0].advice.join(' ')).toMatch(/replicas/);
+      expect(causes[0].advice.join(' ')).toMatch(/--max-num-seqs/);
+    });
+
+    it('names it from the start when the run was over capacity all along (no baseline jump)', () => {
+      expect(diagnose(saturated(0), T0 + 10_000)[0]).toMatchObject({
+        kind: 'capacity-saturation',
+        since: T0 + 250,
+      });
+    });
+
+    it('leaves a full KV cache to kv-cache-pressure and a decode jump to engine-step-slowdown', () => {
+      expect(diagnose(saturated(6, 0.97), T0 + 10_000).map((c) => c.kind)).toEqual(['kv-cache-pressure']);
+      const slower = diagnose(
+        saturated(6, 0.11, (s) => (s >= 6 ? 60 : 17)),
+        T0 + 10_000,
+      ).map((c) => c.kind);
+      expect(slower).toContain('engine-step-slowdown');
+      expect(slower).not.toContain('capacity-saturation');
+    });
+
+    it('names nothing without a standing queue', () => {
+      const timeline = new RunTimeline();
+      for (const w of windows(10, () => ({ e2e: 600, ttft: 80, itl: 17 }))) timeline.addWindow(w);
+      for (let at = T0 + 250; at <= T0 + 10_000; at += 500)
+        timeline.addGpu(
+          gpu(at, {
+            requests_waiting: at % 1_000 === 250 ? 1 : 0,
+            requests_running: 30,
+            kv_cache_usage_ratio: 0.2,
+          }),
+        );
+      expect(diagnose(timeline, T0 + 10_000)).toEqual([]);
+    });
+  });
+});

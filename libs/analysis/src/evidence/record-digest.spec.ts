@@ -1,5 +1,5 @@
 import type { CampaignSpec, ToolCallObservation } from '@fathom/contracts';
-import { judgeToolCalls } from './record-digest';
+import { judgeToolCalls, workflowDigestOf } from './record-digest';
 
 const weatherV19 = {
   type: 'object',
@@ -70,5 +70,32 @@ describe(judgeToolCalls.name, () => {
   it('reads `1.9` as `v1.9` and keeps the fallback flags', () => {
     const [sut] = judgeToolCalls([call({ version: '1.9', fallback: true, fallbackTriggered: true })], spec);
     expect(sut).toMatchObject({ contractPassed: true, fallback: true, fallbackTriggered: true });
+  });
+});
+
+describe(workflowDigestOf.name, () => {
+  it('reads the verdict an agents record carries and ignores content that is not one', () => {
+    const content = JSON.stringify({
+      status: 'completed',
+      observed: {
+        verdict: 'deadlock',
+        steps: 4,
+        recurrence: 0,
+        oscillationScore: 0,
+        meanActionProbability: 0.9,
+        waitForCycle: ['a', 'b', 7],
+      },
+    });
+    expect(workflowDigestOf(content)).toEqual({
+      verdict: 'deadlock',
+      steps: 4,
+      recurrence: 0,
+      oscillationScore: 0,
+      meanActionProbability: 0.9,
+      waitForCycle: ['a', 'b'],
+    });
+    expect(workflowDigestOf('not json')).toBeUndefined();
+    expect(workflowDigestOf('{"observed":{"verdict":"exploded"}}')).toBeUndefined();
+    expect(workflowDigestOf('null')).toBeUndefined();
   });
 });

@@ -66,6 +66,21 @@ export interface RecordDigest {
    * digests stored before tool contracts existed.
    */
   readonly toolCalls?: readonly ToolCallDigest[];
+  /** A multi-agent workflow as the driver judged it from the steps it saw; absent elsewhere. */
+  readonly workflow?: WorkflowDigest;
+}
+
+/** The driver's verdict on one multi-agent workflow (`content.observed` of an agents record). */
+export interface WorkflowDigest {
+  readonly verdict: 'converged' | 'oscillating' | 'deadlock' | 'undecided';
+  readonly steps: number;
+  /** Share of agent moves that came back to the intent of two steps before. */
+  readonly recurrence: number;
+  /** The spec's oscillation score (std-dev of the intent change x mean action probability). */
+  readonly oscillationScore: number;
+  readonly meanActionProbability: number;
+  /** Agents on the wait-for cycle the workflow ended on. */
+  readonly waitForCycle: readonly string[];
 }
 
 /** One tool call of a request, as the root-cause engine weighs schema drift. */
@@ -225,6 +240,32 @@ export function judgeToolCalls(calls: readonly ToolCallObservation[], spec: Camp
   });
 }
 
+/** The observed verdict an agents record carries in its content, or undefined. */
+export function workflowDigestOf(content: string): WorkflowDigest | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(content);
+  } catch {
+    return undefined;
+  }
+  const o = (parsed as { observed?: Record<string, unknown> } | null)?.observed;
+  if (typeof o !== 'object' || o === null) return undefined;
+  const verdicts = ['converged', 'oscillating', 'deadlock', 'undecided'] as const;
+  const verdict = verdicts.find((v) => v === o.verdict);
+  if (!verdict) return undefined;
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  return {
+    verdict,
+    steps: num(o.steps),
+    recurrence: num(o.recurrence),
+    oscillationScore: num(o.oscillationScore),
+    meanActionProbability: num(o.meanActionProbability),
+    waitForCycle: Array.isArray(o.waitForCycle)
+      ? o.waitForCycle.filter((a): a is string => typeof a === 'string').slice(0, 16)
+      : [],
+  };
+}
+
 /** Digests one record; the hallucination verdict uses the spec's entropy bands (@fathom/semantic). */
 export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordDigest {
   const gaps = gapStats(record.chunkOffsetsMs);
@@ -259,5 +300,12 @@ export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordD
     maxWindowEntropyBits,
     calls: layerCalls(record, spec),
     ...(record.toolCalls?.length ? { toolCalls: judgeToolCalls(record.toolCalls, spec) } : {}),
+    ...workflowOf(record, spec),
   };
+}
+
+function workflowOf(record: RequestRecord, spec: CampaignSpec): { workflow?: WorkflowDigest } {
+  if (spec.scenario.type !== 'agents') return {};
+  const workflow = workflowDigestOf(record.content);
+  return workflow ? { workflow } : {};
 }

@@ -356,10 +356,10 @@ describe('multi-agent workflows that oscillate or deadlock', () => {
     );
     expect(sut.map((c) => c.kind)).toEqual(['agent-oscillation']);
     // Recent span: the 30 workflows of the last 3 s, 15 of them oscillating.
-    expect(sut[0].figures).toEqual({ workflows: 30, oscillating: 15, deadlocked: 0, share: 0.5 });
+    expect(sut[0].figures).toMatchObject({ workflows: 30, oscillating: 15, deadlocked: 0, share: 0.5 });
     expect(sut[0].confidence).toBeCloseTo(0.775, 5);
     expect(sut[0].evidence).toEqual([
-      '15/30 workflows (50.0 %) did not converge: 15 oscillating, 0 deadlocked',
+      '15/30 workflows (50.0 %) did not converge: 15 oscillating, 0 deadlocked; 0/15 judged from the steps observed, the rest as the target reported',
       'example: workflow oscillating after 12 steps',
     ]);
     expect(sut[0].since).toBe(ONSET + 100 - 40);
@@ -380,6 +380,47 @@ describe('multi-agent workflows that oscillate or deadlock', () => {
     expect(sut[0].evidence[1]).toBe(
       'example: workflow deadlock: wait-for cycle a0 -> a1 -> a0 after 2 steps',
     );
+  });
+
+  it('goes by the verdict the driver observed over the target’s status, with the spec lambda that relieves in time', () => {
+    const observed = (at: number, verdict: 'oscillating' | 'converged'): RecordDigest => ({
+      ...agentDigest(
+        at,
+        verdict === 'converged' ? null : 'workflow oscillating (observed): 100 % of 30 agent moves return',
+      ),
+      e2eMs: 400,
+      workflow: {
+        verdict,
+        steps: 12,
+        recurrence: verdict === 'converged' ? 0 : 1,
+        oscillationScore: 0.12,
+        meanActionProbability: 0.5,
+        waitForCycle: [],
+      },
+    });
+    const sut = new RunTimeline();
+    const digests: RecordDigest[] = [];
+    // The target's own status says nothing (every call ok) before ONSET; observed oscillation after.
+    for (let at = T0 + 100; at <= NOW; at += 100)
+      digests.push(observed(at, at <= ONSET ? 'converged' : 'oscillating'));
+    sut.addDigests(digests);
+    const [cause] = diagnose(sut, NOW);
+    expect(cause).toMatchObject({
+      kind: 'agent-oscillation',
+      figures: { workflows: 30, oscillating: 30, observedVerdicts: 30, recurrence: 1, pruningLambda: 0.05 },
+    });
+    expect(cause.evidence[1]).toMatch(
+      /^100.0 % of agent moves return .* derived on the simulator\); spec oscillation score 0.120$/,
+    );
+    expect(cause.advice[0]).toMatch(
+      /^prune low-confidence branches with the pressure coefficient lambda 0.05 \(spec: prunes ~47.0 % of branches, relief in ~320 ms; a stuck workflow lasted 400 ms here\)/,
+    );
+    // A converged verdict observed outweighs a failure the target reported.
+    const quiet = new RunTimeline();
+    quiet.addDigests(
+      digests.map((d) => ({ ...d, workflow: { ...d.workflow!, verdict: 'converged' as const } })),
+    );
+    expect(diagnose(quiet, NOW)).toEqual([]);
   });
 
   it('names nothing for workflows that converge, fail otherwise, or stick too rarely', () => {

@@ -45,6 +45,7 @@ describe('multi-agent workflows against the simulated target', () => {
     expect(sut.result.assertions['workflow.converged']).toEqual({ passed: sut.result.sent, failed: 0 });
     const record = sut.records[0];
     expect(record.finishReason).toBe('completed');
+    expect(JSON.parse(record.content).observed).toMatchObject({ verdict: 'converged', recurrence: 0 });
     // converge: agent i executes at step i, so 3 agents finish after 3 steps.
     expect(record.chunkOffsetsMs).toHaveLength(3);
     expect(record.ttftMs).toBe(record.chunkOffsetsMs[0]);
@@ -65,6 +66,13 @@ describe('multi-agent workflows against the simulated target', () => {
     expect(sut.result.assertions['workflow.no-deadlock'].failed).toBe(0);
     expect(mergeWindows(sut.windows).errorClasses).toEqual({ other: sut.result.sent });
     expect(sut.records[0]).toMatchObject({ finishReason: 'oscillating', errorClass: 'other' });
+    expect(sut.records[0].errorMessage).toMatch(
+      /^workflow oscillating \(observed\): 100 % of 12 agent moves return to the intent of two steps before, score \d\.\d{3} after 6 steps$/,
+    );
+    expect(JSON.parse(sut.records[0].content).observed).toMatchObject({
+      verdict: 'oscillating',
+      recurrence: 1,
+    });
     expect(sut.records[0].chunkOffsetsMs).toHaveLength(6);
   });
 
@@ -73,9 +81,14 @@ describe('multi-agent workflows against the simulated target', () => {
     const sut = await run(sim, { agents: 3, steps: 4 });
     expect(sut.result.assertions['workflow.no-deadlock']).toEqual({ passed: 0, failed: sut.result.sent });
     expect(sut.records[0].finishReason).toBe('deadlock');
+    // Judged from the steps seen: who held what and waited for whom.
     expect(sut.records[0].errorMessage).toBe(
-      'workflow deadlock: wait-for cycle agent-0 -> agent-1 -> agent-2 after 4 steps',
+      'workflow deadlock (observed): wait-for cycle agent-0 -> agent-1 -> agent-2 for 4 steps after 4 steps',
     );
+    expect(JSON.parse(sut.records[0].content).observed).toMatchObject({
+      verdict: 'deadlock',
+      waitForCycle: ['agent-0', 'agent-1', 'agent-2'],
+    });
   });
 
   it('checks every step against stepBudgetMs', async () => {

@@ -1,5 +1,11 @@
 import { Pool } from 'undici';
 import type { AgentsScenario } from '@fathom/contracts';
+import {
+  judgeAgentWorkflow,
+  observedStepOf,
+  type ObservedStep,
+  type WorkflowVerdict,
+} from '@fathom/semantic';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBodyText } from './http-body.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
@@ -21,14 +27,19 @@ interface WorkflowResult {
 }
 
 const ERROR_BODY_CAP = 2048;
+/** Step lines kept per workflow for the judge; later steps still count as chunk offsets. */
+const MAX_OBSERVED_STEPS = 512;
 
 /**
  * Multi-agent workflows (AgentsScenario): POSTs {agents, steps, stream: true} and reads the NDJSON
  * answer line by line. Each `step` line's arrival (ms from the actual send) is a chunk offset, so
- * the gaps are the per-step latencies and TTFT is the time to the first step. The `result` line's
- * status is the outcome: finishReason, the assertions `workflow.converged` (status completed),
- * `workflow.no-oscillation`, `workflow.no-deadlock` (and `workflow.step-latency` with a
- * stepBudgetMs), and an `other` error naming the failure mode when it is not completed.
+ * the gaps are the per-step latencies and TTFT is the time to the first step. The outcome is
+ * judged from the steps observed (`judgeAgentWorkflow`: repeated intents, who holds and waits for
+ * what), the target's own `result` status only when the steps decide nothing: finishReason, the
+ * assertions `workflow.converged`, `workflow.no-oscillation`, `workflow.no-deadlock` (and
+ * `workflow.step-latency` with a stepBudgetMs), an `other` error naming the failure mode
+ * ("workflow oscillating|deadlock (observed|reported): ..."), and the content a JSON summary
+ * with the observed figures.
  */
 export class AgentsWorkflowDriver implements RequestDriver {
   private readonly pool: Pool;
@@ -66,6 +77,7 @@ export class AgentsWorkflowDriver implements RequestDriver {
     if (!request.gate(path))
       return { ...base, chunkOffsetsMs: [], status: 0, e2eMs: 0, errorClass: null, content: '', gated: true };
     const offsets: number[] = [];
+    const observed: ObservedStep[] = [];
     let status = 0;
     try {
       const response = await this.pool.request({
@@ -92,7 +104,7 @@ export class AgentsWorkflowDriver implements RequestDriver {
           content: '',
         };
       }
-      const result = await this.readSteps(response.body, request.startMono, offsets);
+      const result = await this.readSteps(response.body, request.startMono, offsets, observed);
       const e2eMs = performance.now() - request.startMono;
       const outcome = { ...base, ...ids, status, e2eMs, chunkOffsetsMs: offsets, ttftMs: offsets[0] ?? null };
       if (result === null)
@@ -102,10 +114,13 @@ export class AgentsWorkflowDriver implements RequestDriver {
           errorMessage: `workflow stream ended after ${offsets.length} steps without a result`,
           content: '',
         };
+      const judged = judgeAgentWorkflow(observed);
+      const verdict = judged.verdict === 'undecided' ? reportedVerdict(result.status) : judged.verdict;
+      const by = judged.verdict === 'undecided' ? 'reported' : 'observed';
       const assertions: Record<string, boolean> = {
-        'workflow.converged': result.status === 'completed',
-        'workflow.no-oscillation': result.status !== 'oscillating',
-        'workflow.no-deadlock': result.status !== 'deadlock',
+        'workflow.converged': verdict === 'converged',
+        'workflow.no-oscillation': verdict !== 'oscillating',
+        'workflow.no-deadlock': verdict !== 'deadlock',
       };
       const budget = this.scenario.stepBudgetMs;
       if (budget !== undefined)
@@ -117,17 +132,16 @@ export class AgentsWorkflowDriver implements RequestDriver {
         steps: result.steps,
         meanIntentDeltaLate: result.meanIntentDeltaLate,
         cycle: result.cycle,
+        observed: observedFigures(judged),
       });
-      const failed = result.status !== 'completed';
+      const failed = verdict !== 'converged';
+      const finishReason =
+        verdict === 'converged' ? 'completed' : verdict === 'undecided' ? result.status : verdict;
       return {
         ...outcome,
-        finishReason: result.status,
+        finishReason,
         errorClass: failed ? 'other' : null,
-        ...(failed
-          ? {
-              errorMessage: `workflow ${result.status}${result.cycle?.length ? `: wait-for cycle ${result.cycle.join(' -> ')}` : ''} after ${result.steps} steps`,
-            }
-          : {}),
+        ...(failed ? { errorMessage: failureText(verdict, by, judged, result) } : {}),
         content: summary,
         assertions,
       };
@@ -150,6 +164,7 @@ export class AgentsWorkflowDriver implements RequestDriver {
     body: NodeJS.ReadableStream,
     startMono: number,
     offsets: number[],
+    observed: ObservedStep[],
   ): Promise<WorkflowResult | null> {
     return new Promise((resolve, reject) => {
       let buffer = '';
@@ -157,8 +172,13 @@ export class AgentsWorkflowDriver implements RequestDriver {
       const onLine = (line: string, at: number) => {
         if (line.trim() === '') return;
         const parsed = JSON.parse(line) as { type?: unknown };
-        if (parsed.type === 'step') offsets.push(at);
-        else if (parsed.type === 'result' && typeof (parsed as WorkflowResult).status === 'string')
+        if (parsed.type === 'step') {
+          if (observed.length < MAX_OBSERVED_STEPS) {
+            const step = observedStepOf(parsed, offsets.length);
+            if (step) observed.push(step);
+          }
+          offsets.push(at);
+        } else if (parsed.type === 'result' && typeof (parsed as WorkflowResult).status === 'string')
           result = parsed as WorkflowResult;
         else throw new Error(`unexpected workflow line: ${line.slice(0, 200)}`);
       };
@@ -192,4 +212,46 @@ export class AgentsWorkflowDriver implements RequestDriver {
   close(): Promise<void> {
     return this.pool.close();
   }
+}
+
+/** The target's own status as a verdict, for steps that decide nothing. */
+function reportedVerdict(status: string): WorkflowVerdict['verdict'] {
+  if (status === 'completed') return 'converged';
+  if (status === 'oscillating' || status === 'deadlock') return status;
+  return 'undecided';
+}
+
+/** The figures the analyzer reads back from the record's content (`observed`). */
+function observedFigures(v: WorkflowVerdict): Record<string, unknown> {
+  return {
+    verdict: v.verdict,
+    steps: v.steps,
+    recurrence: v.recurrence,
+    recurrenceSteps: v.recurrenceSteps,
+    oscillationScore: v.oscillation.score,
+    intentChangeStdDev: v.oscillation.intentChangeStdDev,
+    meanActionProbability: v.meanActionProbability,
+    stalledAgents: v.stalledAgents.length,
+    stalledFor: v.stalledFor,
+    waitForCycle: v.waitForCycle,
+    waitForCycleSteps: v.waitForCycleSteps,
+  };
+}
+
+function failureText(
+  verdict: WorkflowVerdict['verdict'],
+  by: 'observed' | 'reported',
+  v: WorkflowVerdict,
+  result: WorkflowResult,
+): string {
+  const steps = `after ${result.steps} steps`;
+  if (by === 'reported') {
+    const cycle = result.cycle?.length ? `: wait-for cycle ${result.cycle.join(' -> ')}` : '';
+    return `workflow ${result.status} (reported)${cycle} ${steps}`;
+  }
+  if (verdict === 'deadlock')
+    return `workflow deadlock (observed): ${v.waitForCycle.length ? `wait-for cycle ${v.waitForCycle.join(' -> ')} for ${v.waitForCycleSteps} steps` : `${v.stalledAgents.length} agents hold resources, no progress for ${v.stalledFor} steps`} ${steps}`;
+  if (verdict === 'oscillating')
+    return `workflow oscillating (observed): ${(100 * v.recurrence).toFixed(0)} % of ${v.recurrenceSteps} agent moves return to the intent of two steps before, score ${v.oscillation.score.toFixed(3)} ${steps}`;
+  return `workflow ${result.status} (undecided) ${steps}`;
 }

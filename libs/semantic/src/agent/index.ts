@@ -1,1 +1,2 @@
 export * from './agent-oscillation.detector';
+export * from './agent-workflow.judge';

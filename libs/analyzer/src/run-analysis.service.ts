@@ -43,21 +43,23 @@ import {
   type TierPublished,
 } from './run-event.store';
 import { RunReportFinalizer, stripNamedAt, type LiveRuns } from './run-report.finalizer';
-import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
 import { isStaleShardCommand } from '@fathom/contracts';
 import { ANALYZER_SETTINGS, type AnalyzerSettings } from './analyzer.settings';
 
 /** Live verdicts are recomputed at most this often per run (ms). */
 const EVALUATE_EVERY_MS = 500;
-/** Consecutive saturated DCGM scrapes that open the LLM breaker of a node. */
-const DRAM_SATURATED_SCRAPES = 3;
 /**
- * Detectors that open a breaker on their layer. Keyed by `Detectors` so that a breaker on a name
- * no service publishes does not compile. (DRAM saturation opens the LLM breaker from the GPU
- * scrapes themselves, below.)
+ * Detectors that open a breaker on their layer (a signal of severity warning or critical; info
+ * says an episode cleared), each published by the service that sees the fact: prompt explosion,
+ * reranker busy and semantic failure rate by the semantic-monitor, DRAM saturation by the
+ * gpu-collector. Keyed by `Detectors` so that a breaker on a name no service publishes does not
+ * compile.
  */
 const BREAKER_SIGNALS: Partial<Record<DetectorName, string>> = {
   [Detectors.promptExplosion]: 'llm',
+  [Detectors.dramSaturation]: 'llm',
+  [Detectors.rerankerBusy]: 'rerank',
+  [Detectors.semanticFailureRate]: 'llm',
 };
 
 /**
@@ -86,7 +88,6 @@ interface RunState {
   readonly causes: RootCauseTracker;
   lastEvaluatedAt: number;
   evaluateTimer: NodeJS.Timeout | null;
-  dramSaturatedScrapes: number;
   /** Evidence time of the last prune. */
   prunedAt: number;
 }
@@ -180,7 +181,6 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       causes: new RootCauseTracker(),
       lastEvaluatedAt: 0,
       evaluateTimer: null,
-      dramSaturatedScrapes: 0,
       prunedAt: 0,
     };
   }
@@ -317,21 +317,6 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     await this.save('gpu', Topics.gpuTelemetry.name, scrape);
     const state = await this.state(scrape.runId, scrape.campaignId);
     state.timeline.addGpu(scrape);
-    const dram = scrape.samples.filter((s) => s.metric === 'dram_active_ratio').map((s) => s.value);
-    if (dram.length) {
-      const peak = Math.max(...dram);
-      state.dramSaturatedScrapes =
-        peak > DEFAULT_BANDWIDTH_SATURATION_THRESHOLD ? state.dramSaturatedScrapes + 1 : 0;
-      if (state.dramSaturatedScrapes === DRAM_SATURATED_SCRAPES && state.spec) {
-        const key = { target: state.spec.target.baseUrl, layer: 'llm', node: nodeOf(state.spec) };
-        const reason = `DRAM bandwidth saturated: DRAM active ${(peak * 100).toFixed(0)} % > ${DEFAULT_BANDWIDTH_SATURATION_THRESHOLD * 100} % for ${DRAM_SATURATED_SCRAPES} scrapes`;
-        await this.publishBreakers(
-          scrape.runId,
-          state,
-          state.breakers.trip(key, scrape.scrapedAt, reason, { dramActive: peak }),
-        );
-      }
-    }
     this.scheduleEvaluation(scrape.runId, state);
   }
 

@@ -24,6 +24,23 @@ export const Detectors = {
   intentAccuracy: 'intent-accuracy',
   /** semantic-monitor: a tool version's answers drifted from its declared response schema. */
   schemaDrift: 'schema-drift',
+  /**
+   * gpu-collector: GPU memory bandwidth saturated over consecutive scrapes of a source (warning
+   * when it opens, info when it clears); figures `peak`, `threshold`, `scrapes`. Opens the LLM breaker.
+   */
+  dramSaturation: 'dram-saturation',
+  /**
+   * semantic-monitor: the reranker refuses requests busy ("reranker busy: n/32 in use", spec) in
+   * a fifth of the recent requests; figures `share`, `refused`, `requests`, `inUse`, `cap`. Opens
+   * the rerank breaker.
+   */
+  rerankerBusy: 'reranker-busy',
+  /**
+   * semantic-monitor: the share of responses failing a semantic check rose over the run's own
+   * (floor 8 %, spec: task success > 92 %); figures `share`, `failed`, `judged`, `bound`,
+   * `baselineShare`. Opens the LLM breaker.
+   */
+  semanticFailureRate: 'semantic-failure-rate',
   /** semantic-monitor: a declared tool contract could not be used. */
   toolContractUnusable: 'tool-contract-unusable',
 } as const;

@@ -1,7 +1,16 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InjectBus, consume, subscribeAll, type Bus, type Subscription } from '@fathom/bus';
-import { Topics, envelope, type RunLifecycle, type RunShardCommand, type RunReport } from '@fathom/contracts';
 import {
+  Detectors,
+  Topics,
+  envelope,
+  type DetectorSignal,
+  type RunLifecycle,
+  type RunShardCommand,
+  type RunReport,
+} from '@fathom/contracts';
+import {
+  DramSaturationWatch,
   EdgeSamplingGovernor,
   HostResourceReader,
   RunGpuDerivations,
@@ -35,6 +44,8 @@ const ESSENTIAL_METRICS = new Set([
 interface ActiveRun {
   readonly campaignId: string;
   readonly derivations: Map<string, RunGpuDerivations>;
+  /** Per source: consecutive saturated DRAM scrapes (the `dram-saturation` detector). */
+  readonly dram: Map<string, DramSaturationWatch>;
   readonly urls: string[];
   readonly shardCount: number;
   readonly finishedShards: Set<number>;
@@ -137,6 +148,7 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
     const run: ActiveRun = {
       campaignId: command.campaignId,
       derivations: new Map(),
+      dram: new Map(),
       urls,
       shardCount: command.shard.count,
       finishedShards: new Set(),
@@ -212,9 +224,40 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
           : {}),
       })
       .catch((error: Error) => this.logger.error(`gpu telemetry publish failed: ${error.message}`));
+    if (result.health === 'ok') await this.publishDramSaturation(runId, run, url, result, scrapedAt);
     if (result.health !== 'ok')
       this.logger.warn(`scrape ${url}: ${result.health} ${result.error ?? ''}; next in ${next} ms`);
     this.schedule(runId, run, url, backoff, next);
+  }
+
+  /** Publishes a DRAM saturation episode of this source when the scrape opened or cleared it. */
+  private async publishDramSaturation(
+    runId: string,
+    run: ActiveRun,
+    url: string,
+    result: ScrapeResult,
+    scrapedAt: number,
+  ): Promise<void> {
+    const watch = run.dram.get(url) ?? new DramSaturationWatch();
+    run.dram.set(url, watch);
+    const change = watch.observe(result.samples);
+    if (!change) return;
+    const peak = `${(change.peak * 100).toFixed(0)} %`;
+    const signal: DetectorSignal = {
+      ...envelope(run.campaignId, runId, scrapedAt),
+      kind: 'detector',
+      detector: Detectors.dramSaturation,
+      requestId: null,
+      severity: change.kind === 'opened' ? 'warning' : 'info',
+      message:
+        change.kind === 'opened'
+          ? `DRAM bandwidth saturated at ${url}: ${change.basis} peak ${peak} > ${change.threshold * 100} % for ${change.scrapes} scrapes`
+          : `DRAM bandwidth no longer saturated at ${url}: ${change.basis} peak ${peak}`,
+      figures: { peak: change.peak, threshold: change.threshold, scrapes: change.scrapes },
+    };
+    await this.bus
+      .publish(Topics.semanticSignal, signal)
+      .catch((error: Error) => this.logger.error(`dram-saturation publish failed: ${error.message}`));
   }
 
   private onLifecycle(event: RunLifecycle): void {

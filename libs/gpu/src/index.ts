@@ -32,6 +32,7 @@ export * from './signals/counter-rate.util';
 export * from './signals/prefix-cache-hit-rate.tracker';
 export * from './signals/windowed-variance';
 export * from './signals/bandwidth-saturation';
+export * from './signals/dram-saturation.watch';
 export * from './signals/sm-heat-map';
 export * from './signals/run-derivations';
 

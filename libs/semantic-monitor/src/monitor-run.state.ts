@@ -1,7 +1,9 @@
 import type { RequestRecord, RunShardCommand } from '@fathom/contracts';
 import {
   DEFAULT_REQUEST_E2E_BUDGET_MS,
+  EPISODE_WATCHES,
   GoodputLedger,
+  ShareEpisodeWatch,
   ResponseAssessor,
   SampledEmbeddingDrift,
   TokenSampleBudget,
@@ -30,6 +32,10 @@ export class MonitorRun {
   baseline: BaselineDriftWatch | null = null;
   /** RAG query/document KL on the embedded retrieve/rerank records. */
   readonly ragMismatch: RagMismatchWatch;
+  /** Requests refused "reranker busy: n/32 in use" (spec): the `reranker-busy` detector. */
+  readonly rerankerBusy = new ShareEpisodeWatch(EPISODE_WATCHES.rerankerBusy);
+  /** Responses failing a semantic check: the `semantic-failure-rate` detector. */
+  readonly semanticFailures = new ShareEpisodeWatch(EPISODE_WATCHES.semanticFailureRate);
   goodputPublished = false;
   settleTimer: NodeJS.Timeout | null = null;
   private firstStartedAt: number | null = null;

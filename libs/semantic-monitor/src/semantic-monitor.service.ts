@@ -25,8 +25,15 @@ import {
   Detectors,
   requestTelemetryEnvelopeTopic,
   type RequestTelemetryEnvelope,
+  type DetectorName,
 } from '@fathom/contracts';
-import { DEFAULT_HALLUCINATION_RISK, type ResponseAssessment } from '@fathom/semantic';
+import {
+  DEFAULT_HALLUCINATION_RISK,
+  EPISODE_WATCHES,
+  rerankerBusyOf,
+  type EpisodeChange,
+  type ResponseAssessment,
+} from '@fathom/semantic';
 import { isStaleShardCommand } from '@fathom/contracts';
 import { consumerGroup } from '@fathom/contracts';
 import { tokenStats } from './token-stats.util';
@@ -168,6 +175,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         signals.push(this.tokenStatsSignal(batch, id, record, assessment, sample));
         signals.push(...this.detectorSignals(batch, id, record, assessment));
         signals.push(...this.toolContracts.observe(batch, record));
+        signals.push(...this.episodeSignals(batch, id, run, record, assessment));
         run.ledger.add({
           requestId: record.requestId,
           latencySloMet:
@@ -308,6 +316,78 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     return out;
   }
 
+  /** The reranker-busy and semantic-failure-rate episodes this record opened or cleared. */
+  private episodeSignals(
+    batch: RequestTelemetry,
+    id: string,
+    run: MonitorRun,
+    record: RequestRecord,
+    a: ResponseAssessment,
+  ): DetectorSignal[] {
+    const out: DetectorSignal[] = [];
+    const end = record.startedAt + record.e2eMs;
+    const busy = rerankerBusyOf(record.errorMessage);
+    const refused = run.rerankerBusy.observe(end, busy !== null);
+    if (refused)
+      out.push(
+        this.episodeSignal(
+          batch,
+          `${id}/reranker-busy`,
+          record.requestId,
+          Detectors.rerankerBusy,
+          refused,
+          `reranker busy: ${refused.hits}/${refused.samples} requests (${pct(refused.share)}) refused in the last ${EPISODE_WATCHES.rerankerBusy.windowMs / 1000} s${busy ? `, latest ${busy.inUse}/${busy.cap} in use` : ''}`,
+          {
+            refused: refused.hits,
+            requests: refused.samples,
+            ...(busy ? { inUse: busy.inUse, cap: busy.cap } : {}),
+          },
+        ),
+      );
+    const checks = Object.values(a.checks);
+    if (checks.length) {
+      const failing = run.semanticFailures.observe(end, checks.includes(false));
+      if (failing)
+        out.push(
+          this.episodeSignal(
+            batch,
+            `${id}/semantic-failure-rate`,
+            record.requestId,
+            Detectors.semanticFailureRate,
+            failing,
+            `semantic failure rate ${pct(failing.share)} (${failing.hits}/${failing.samples} responses failed a semantic check in the last ${EPISODE_WATCHES.semanticFailureRate.windowMs / 1000} s; bound ${pct(failing.bound)}, the run's own ${pct(failing.baselineShare ?? 0)} + ${pct(EPISODE_WATCHES.semanticFailureRate.baseline.rise)}, floor ${pct(EPISODE_WATCHES.semanticFailureRate.openShare)}: spec task success > 92 %)`,
+            {
+              failed: failing.hits,
+              judged: failing.samples,
+              ...(failing.baselineShare !== null ? { baselineShare: failing.baselineShare } : {}),
+            },
+          ),
+        );
+    }
+    return out;
+  }
+
+  /** An episode's signal: critical when it opens (the analyzer opens the breaker), info when it clears. */
+  private episodeSignal(
+    batch: RequestTelemetry,
+    id: string,
+    requestId: string,
+    detector: DetectorName,
+    change: EpisodeChange,
+    message: string,
+    figures: Record<string, number>,
+  ): DetectorSignal {
+    return this.detector(
+      batch,
+      id,
+      requestId,
+      detector,
+      change.kind === 'opened' ? 'critical' : 'info',
+      change.kind === 'opened' ? message : `cleared: ${message}`,
+      { share: change.share, bound: change.bound, ...figures },
+    );
+  }
+
   private detector(
     batch: { campaignId: string; runId: string },
     id: string,
@@ -417,3 +497,5 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;

@@ -48,6 +48,11 @@ export const CauseThresholds = {
   errorShare: 0.005,
   /** (suite) Mean requests waiting at the server over the recent span: the queue is standing. */
   queueWaitingMean: 1,
+  /**
+   * (suite) Share of the recent scrapes that see a request waiting: a standing queue, not the
+   * bursts of a target whose loop is starved (bench/detection's clean runs at 4 streams).
+   */
+  queueStandingShare: 0.75,
   /** (suite) Tool calls needed, the share failing assertions, and the baseline's most. */
   assertionMinCalls: 5,
   assertionFailedShare: 0.2,

@@ -5,7 +5,8 @@ import { iso, ms, type DiagnosisContext } from '../diagnosis.context';
 
 /**
  * Capacity and queueing: the target is saturated. Requests stand in the server's queue
- * (`requests_waiting` at least `queueWaitingMean` on average over the steady recent span), the
+ * (`requests_waiting` at least `queueWaitingMean` on average and in `queueStandingShare` of the
+ * scrapes of the steady recent span), the
  * KV cache is not what limits admission (that is `kv-cache-pressure`), and decode holds (no
  * inter-token jump: a slower step is `engine-step-slowdown`), so the first hop (TTFT) carries the
  * wait. Says where it started (the first scrape from which the queue stood), the load then
@@ -16,6 +17,9 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
   if (!steady || kvPressure) return null;
   const waiting = gpuMean(steady.gpu, 'requests_waiting');
   if (waiting === null || waiting < CauseThresholds.queueWaitingMean) return null;
+  const scrapes = gpuSeries(steady.gpu, 'requests_waiting');
+  const standing = scrapes.filter((p) => p.value >= CauseThresholds.queueWaitingMean).length / scrapes.length;
+  if (standing < CauseThresholds.queueStandingShare) return null;
   const kvMax = gpuMax(steady.gpu, 'kv_cache_usage_ratio');
   if (kvMax !== null && kvMax >= CauseThresholds.kvUsagePeak) return null;
   if (ctx.itlJump !== null && ctx.itlJump >= options.jumpFactor) return null;

@@ -296,6 +296,13 @@ describe('retrieval mismatch from rag-mismatch signals', () => {
     expect(sut[0].evidence[0]).toBe(
       '54/72 query/document pairs (75.0 %) over KL 1.17e-3 nats (softmaxed embeddings), alarm above 50.0 %',
     );
+    // The KL threshold was derived on the simulator only, and the cause says so.
+    expect(sut[0].thresholds).toContainEqual({
+      name: 'KL threshold (nats)',
+      value: 1.17e-3,
+      source: 'simulator',
+      note: expect.stringContaining('simulated target'),
+    });
     expect(sut[0].figures).toEqual({
       pairs: 72,
       overThreshold: 54,

@@ -46,8 +46,24 @@ export const RootCauseCauseSchema = z.object({
   evidence: z.array(z.string()),
   figures: z.record(z.string(), z.number()),
   advice: z.array(z.string()),
+  /**
+   * Where the thresholds that made this cause fire come from: the spec, a campaign setting, or
+   * derived on the simulator only (a figure not yet checked against a real target; a report
+   * shows it beside the cause). Optional: causes named before it existed carry none.
+   */
+  thresholds: z
+    .array(
+      z.object({
+        name: z.string(),
+        value: z.number(),
+        source: z.enum(['spec', 'campaign', 'simulator']),
+        note: z.string(),
+      }),
+    )
+    .optional(),
 });
 export type RootCauseCause = z.infer<typeof RootCauseCauseSchema>;
+export type CauseThreshold = NonNullable<RootCauseCause['thresholds']>[number];
 
 export const RootCauseChangeSchema = z.object({
   ...envelopeShape,

@@ -179,7 +179,14 @@ export class HttpDagDriver implements RequestDriver {
         if (!passed && firstFailed === null) firstFailed = assertion.name;
       }
       const httpClass = step.statusAsserted ? null : httpErrorClass(status);
-      if (httpClass) return { ok: false, status, errorClass: httpClass, message: `HTTP ${status}` };
+      // The answer's first 200 characters say why (e.g. the spec's "reranker busy: n/32 in use").
+      if (httpClass)
+        return {
+          ok: false,
+          status,
+          errorClass: httpClass,
+          message: body ? `HTTP ${status}: ${body.slice(0, 200)}` : `HTTP ${status}`,
+        };
       if (firstFailed !== null)
         return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };
       return { ok: true, status, errorClass: null };

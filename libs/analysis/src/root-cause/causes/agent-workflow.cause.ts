@@ -73,6 +73,18 @@ export function agentWorkflowCause(ctx: DiagnosisContext): RootCauseCause | null
       ...(judged.length && !deadlocked ? { recurrence, oscillationScore: score } : {}),
       ...(!deadlocked ? { pruningLambda: lambda.lambda } : {}),
     },
+    ...(judged.length && !deadlocked
+      ? {
+          thresholds: [
+            {
+              name: 'share of agent moves returning to the intent of two steps before',
+              value: WORKFLOW_JUDGE.recurrenceShare,
+              source: 'simulator' as const,
+              note: "set on the simulator's oscillating agents; the spec gives the score's formula, not a cut-off",
+            },
+          ],
+        }
+      : {}),
     advice: deadlocked
       ? [
           'acquire shared resources in one global order, or with timeouts, so no wait-for cycle can form',

@@ -64,6 +64,20 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
       inFlightAtOnset: inFlight,
       startedPerSAtOnset: startedPerS,
     },
+    thresholds: [
+      {
+        name: 'requests waiting, mean',
+        value: CauseThresholds.queueWaitingMean,
+        source: 'simulator',
+        note: 'a standing queue; set on the simulator past its knee',
+      },
+      {
+        name: 'share of scrapes with a request waiting',
+        value: CauseThresholds.queueStandingShare,
+        source: 'simulator',
+        note: "set on bench/detection's clean runs (a starved simulator queues in bursts)",
+      },
+    ],
     advice: [
       `fewer streams: the server ran ${batch}; keep the concurrency at or under it (${inFlight} were in flight when the queue formed)`,
       'more replicas behind a load balancer for this load',

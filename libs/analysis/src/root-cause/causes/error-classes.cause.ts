@@ -35,8 +35,8 @@ const RULES: readonly ErrorClassRule[] = [
   {
     kind: 'server-errors',
     title: 'the target answers with 5xx errors',
-    // A rerank 503 "busy" is the reranker's cap, named on its own (reranker-saturation).
-    select: (c) => !c.ok && c.status >= 500 && !(c.layer === 'rerank' && /busy/i.test(c.error ?? '')),
+    // A rerank 503 is the reranker's cap refusing (spec: fail fast "reranker busy"), named on its own.
+    select: (c) => !c.ok && c.status >= 500 && !(c.layer === 'rerank' && c.status === 503),
     what: 'failed with 5xx',
     advice: () => [
       'read the server log for the failing requests; check health checks and restarts of the engine',
@@ -111,6 +111,14 @@ export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
         `example: ${failed[0].error ?? `HTTP ${failed[0].status}`}`,
       ],
       figures: { failed: failed.length, calls: calls.length, share, ...(rule.figures?.(failed) ?? {}) },
+      thresholds: [
+        {
+          name: 'share of calls',
+          value: CauseThresholds.errorShare,
+          source: 'spec',
+          note: 'tier SLO-1 availability 99.5 %',
+        },
+      ],
       advice: rule.advice(failed),
     });
   }

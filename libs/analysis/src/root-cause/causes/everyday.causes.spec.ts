@@ -121,6 +121,9 @@ describe('everyday causes', () => {
       expect(causes.map((c) => c.kind)).toEqual(['rate-limited']);
       expect(causes[0].figures).toMatchObject({ share: expect.closeTo(0.1, 2), retryAfterMaxS: 3 });
       expect(causes[0].advice[0]).toMatch(/Retry-After.*3 s/);
+      expect(causes[0].thresholds).toEqual([
+        { name: 'share of calls', value: 0.005, source: 'spec', note: 'tier SLO-1 availability 99.5 %' },
+      ]);
     });
 
     it('names server-errors at a 1 % rate once a few have been seen, with the share and onset', () => {
@@ -260,6 +263,22 @@ describe('everyday causes', () => {
       ).map((c) => c.kind);
       expect(slower).toContain('engine-step-slowdown');
       expect(slower).not.toContain('capacity-saturation');
+    });
+
+    it('names nothing for a queue that only bursts (a starved target), and marks its thresholds as set on the simulator', () => {
+      const bursts = new RunTimeline();
+      for (const w of windows(10, () => ({ e2e: 2_400, ttft: 1_300, itl: 17 }))) bursts.addWindow(w);
+      for (let at = T0 + 250; at <= T0 + 10_000; at += 500)
+        bursts.addGpu(
+          gpu(at, {
+            requests_waiting: at % 1_000 === 250 ? 4 : 0,
+            requests_running: 2,
+            kv_cache_usage_ratio: 0.1,
+          }),
+        );
+      expect(diagnose(bursts, T0 + 10_000).map((c) => c.kind)).not.toContain('capacity-saturation');
+      const [cause] = diagnose(saturated(6), T0 + 10_000);
+      expect(cause.thresholds?.map((t) => t.source)).toEqual(['simulator', 'simulator']);
     });
 
     it('names nothing without a standing queue', () => {

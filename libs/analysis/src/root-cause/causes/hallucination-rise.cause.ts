@@ -1,4 +1,5 @@
 import type { RootCauseCause } from '@fathom/contracts';
+import { TOKEN_RISK_BOUNDARY_BITS } from '@fathom/semantic';
 import { CauseThresholds } from '../cause-thresholds.constant';
 import { pct, range, type DiagnosisContext } from '../diagnosis.context';
 
@@ -37,6 +38,27 @@ export function hallucinationRiseCause(ctx: DiagnosisContext): RootCauseCause | 
       ...(baseShare !== null ? { baselineShare: baseShare } : {}),
       judged: judged.length,
     },
+    thresholds: [
+      {
+        name: 'risk segment: window mean entropy (bits)',
+        value: TOKEN_RISK_BOUNDARY_BITS,
+        source: 'simulator',
+        note: "equal-likelihood boundary of the spec's bands (facts 2.1 +/- 0.3, hallucinated 4.8 +/- 0.9 bits); checked on the simulator's logprobs only",
+      },
+      baseShare === null
+        ? {
+            name: 'risky share without a baseline',
+            value: CauseThresholds.hallucinationShareNoBaseline,
+            source: 'simulator',
+            note: "set on the simulator's planted hallucination rate",
+          }
+        : {
+            name: 'rise of the risky share over the baseline',
+            value: CauseThresholds.hallucinationRise,
+            source: 'simulator',
+            note: "set on the simulator's planted hallucination rate",
+          },
+    ],
     advice: [
       'lower the sampling temperature and ground answers in retrieved context',
       'gate answers on the sliding-window entropy: regenerate or abstain on a risk segment',

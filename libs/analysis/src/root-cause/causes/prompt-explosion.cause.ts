@@ -16,6 +16,15 @@ export function promptExplosionCause(ctx: DiagnosisContext): RootCauseCause | nu
     until: Math.max(...explosions.map((s) => s.emittedAt)),
     evidence: explosions.slice(0, 3).map((s) => s.message),
     figures: { signals: explosions.length },
+    thresholds: [
+      { name: 'nested prompt depth', value: 5, source: 'spec', note: 'depth > 5 breaks the circuit' },
+      {
+        name: 'token surge over the P95 baseline',
+        value: 3,
+        source: 'spec',
+        note: 'token count > 3.0 x the sliding P95',
+      },
+    ],
     advice: [
       'cap nesting depth (<= 5) and prompt tokens (<= 3x the P95 baseline) before the model sees them',
     ],

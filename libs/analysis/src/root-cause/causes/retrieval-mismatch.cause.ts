@@ -36,6 +36,20 @@ export function retrievalMismatchCause(ctx: DiagnosisContext): RootCauseCause | 
         f[k] === undefined ? [] : [[k, f[k]]],
       ),
     ),
+    thresholds: [
+      {
+        name: 'KL threshold (nats)',
+        value: f.thresholdKl ?? 0,
+        source: 'simulator',
+        note: "derived on the simulated target's retrieve layer with USE-lite embeddings (the spec names the measure, not a threshold); not yet checked on a real index",
+      },
+      {
+        name: 'alarm share of pairs over it',
+        value: alarm,
+        source: 'simulator',
+        note: 'our choice (the median retrieved document is off), checked on the simulator only',
+      },
+    ],
     advice: [
       'check that queries and documents are embedded by the same model version (a re-embedded corpus or a new query encoder drifts them apart)',
       'rebuild or refresh the index, and test the retrieve layer alone at paragraph granularity to see where recall falls',

@@ -21,6 +21,8 @@ for (const [alias, [target]] of Object.entries(swcrc.jsc.paths)) {
 const SERIAL = [
   'test/e2e/',
   'test/integration/analyzer/root-cause.int-spec.ts',
+  // Planted faults named within 10 s of a seeded onset (bench/detection's quick slice).
+  'test/integration/analyzer/detection-slice.int-spec.ts',
   'test/integration/analyzer/tier-restart.int-spec.ts',
   'test/integration/analyzer/tool-schema-drift-cause.int-spec.ts',
   'test/integration/orchestrator/rerun-cap.int-spec.ts',

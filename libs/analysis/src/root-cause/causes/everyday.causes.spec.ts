@@ -296,3 +296,36 @@ describe('everyday causes', () => {
     });
   });
 });
+
+describe('engine-step-slowdown against the server’s own inter-token latency', () => {
+  /** ITL 10 ms, 40 ms from 6 s; the server's ITL histogram grows by `serverMs(s)` per token. */
+  function slower(serverMs: (s: number) => number) {
+    const timeline = new RunTimeline();
+    for (const w of windows(10, (s) =>
+      s >= 6 ? { e2e: 1_500, ttft: 50, itl: 40 } : { e2e: 400, ttft: 50, itl: 10 },
+    ))
+      timeline.addWindow(w);
+    let sum = 0;
+    let count = 0;
+    for (let at = T0 + 250; at <= T0 + 10_000; at += 500) {
+      count += 100;
+      sum += (100 * serverMs(Math.floor((at - T0) / 1_000))) / 1_000;
+      timeline.addGpu(
+        gpu(at, { itl_sum_s: sum, itl_count_total: count, requests_waiting: 0, kv_cache_usage_ratio: 0.1 }),
+      );
+    }
+    return diagnose(timeline, T0 + 10_000);
+  }
+
+  it('names the slowdown when the server’s ITL jumped too, with its figures', () => {
+    const [cause] = slower((s) => (s >= 6 ? 40 : 10));
+    expect(cause).toMatchObject({
+      kind: 'engine-step-slowdown',
+      figures: { serverItlMs: 40, serverItlBaselineMs: 10 },
+    });
+  });
+
+  it('names nothing when only the client saw longer gaps (the server’s ITL held)', () => {
+    expect(slower(() => 10).map((c) => c.kind)).not.toContain('engine-step-slowdown');
+  });
+});

@@ -178,7 +178,10 @@ describe('faults switched at run time', () => {
     const refused = await chat();
     expect(refused.res.status).toBe(429);
     expect(refused.res.headers.get('retry-after')).toBe('3');
-    expect(JSON.parse(refused.text).error).toMatchObject({ code: 'rate_limit_exceeded', message: expect.stringContaining('try again in 3s') });
+    expect(JSON.parse(refused.text).error).toMatchObject({
+      code: 'rate_limit_exceeded',
+      message: expect.stringContaining('try again in 3s'),
+    });
     await clearFault('rate_limit');
     expect((await chat({ max_tokens: 2 })).res.status).toBe(200);
   });

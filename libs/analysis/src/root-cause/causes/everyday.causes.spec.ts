@@ -329,3 +329,21 @@ describe('engine-step-slowdown against the server’s own inter-token latency', 
     expect(slower(() => 10).map((c) => c.kind)).not.toContain('engine-step-slowdown');
   });
 });
+
+describe('hallucination-rise while a breaker holds the traffic back', () => {
+  it('judges the answers before the gap when the recent span has too few', () => {
+    const timeline = new RunTimeline();
+    const digests: RecordDigest[] = [];
+    // Clean answers 0-6 s, every answer risky 6-7 s, then nothing (the LLM breaker opened) to 10.5 s.
+    for (let at = T0 + 100; at <= T0 + 7_000; at += 100)
+      digests.push({
+        ...digest(at),
+        riskSegments: at > T0 + 6_000 ? 1 : 0,
+        maxWindowEntropyBits: at > T0 + 6_000 ? 4.8 : 2.1,
+      });
+    timeline.addDigests(digests);
+    const causes = diagnose(timeline, T0 + 10_500);
+    expect(causes.map((c) => c.kind)).toEqual(['hallucination-rise']);
+    expect(causes[0].figures).toMatchObject({ baselineShare: 0 });
+  });
+});

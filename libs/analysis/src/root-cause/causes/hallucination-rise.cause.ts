@@ -8,8 +8,16 @@ import { pct, range, type DiagnosisContext } from '../diagnosis.context';
  * facts ~2.1 bits, hallucinated ~4.8 bits) rose over the baseline's, or is high without one.
  */
 export function hallucinationRiseCause(ctx: DiagnosisContext): RootCauseCause | null {
-  const { recent, base } = ctx;
-  const judged = recent.digests.filter((d) => d.riskSegments !== null);
+  const { base } = ctx;
+  let recent = ctx.recent;
+  let judged = recent.digests.filter((d) => d.riskSegments !== null);
+  if (judged.length < CauseThresholds.hallucinationMinJudged) {
+    // Records stop while a breaker holds the traffic back (semantic-failure-rate opens the LLM
+    // breaker on the same answers): judge the last error span after the baseline instead.
+    const from = Math.max(ctx.startMs, ctx.nowMs - CauseThresholds.errorWindowMs, base?.toMs ?? -Infinity);
+    recent = ctx.timeline.span(from, ctx.nowMs);
+    judged = recent.digests.filter((d) => d.riskSegments !== null);
+  }
   const baseJudged = base ? base.digests.filter((d) => d.riskSegments !== null) : [];
   if (judged.length < CauseThresholds.hallucinationMinJudged) return null;
   const risky = judged.filter((d) => (d.riskSegments ?? 0) > 0);

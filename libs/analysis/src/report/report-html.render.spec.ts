@@ -37,6 +37,29 @@ describe(renderReportHtml.name, () => {
     expect(JSON.parse(data).t).toHaveLength(10);
   });
 
+  it('marks a cause threshold derived on the simulator only beside the cause', () => {
+    const cause = {
+      kind: 'retrieval-mismatch',
+      title: 'retrieved documents do not match their queries',
+      confidence: 0.8,
+      since: doc.summary.startedAt ?? 0,
+      until: doc.summary.startedAt ?? 0,
+      evidence: ['54/72 pairs over KL'],
+      figures: {},
+      advice: ['re-embed'],
+      namedAt: 0,
+      thresholds: [
+        { name: 'KL threshold (nats)', value: 0.00117, source: 'simulator' as const, note: 'set on the sim' },
+        { name: 'share of calls', value: 0.005, source: 'spec' as const, note: 'tier SLO-1' },
+      ],
+    };
+    const page = renderReportHtml({ ...doc, rootCauses: [cause] }, ASSETS);
+    expect(page).toContain(
+      '<li>KL threshold (nats) 0.00117: <strong>derived on the simulator only</strong> (set on the sim)</li>',
+    );
+    expect(page).toContain('<li>share of calls 0.005: the spec (tier SLO-1)</li>');
+  });
+
   it('needs no network: no external source, link or stylesheet, and a CSP that forbids fetches', () => {
     expect(sut).not.toMatch(/<(script|img|link|iframe)[^>]+(src|href)=/i);
     expect(sut).toContain("default-src 'none'");

@@ -311,6 +311,16 @@ function tokenSample(sample: SeriesTokenSample): string {
 
 // ---------------------------------------------------------------------------- causes, semantics
 
+/** The thresholds that made a cause fire; one derived on the simulator only is marked so. */
+function thresholdsText(thresholds: RunReportDocument['rootCauses'][number]['thresholds']): string {
+  if (!thresholds?.length) return '';
+  const items = thresholds.map(
+    (t) =>
+      `<li>${esc(t.name)} ${esc(String(t.value))}: ${t.source === 'simulator' ? '<strong>derived on the simulator only</strong>' : t.source === 'spec' ? 'the spec' : 'a campaign setting'} (${esc(t.note)})</li>`,
+  );
+  return `<h4>Thresholds</h4><ul class="thresholds">${items.join('')}</ul>`;
+}
+
 function rootCauseSection(doc: RunReportDocument): string {
   if (!doc.rootCauses.length)
     return `<section id="root-causes"><h2>Root causes</h2><p class="muted">None named: no detector found a cause worth naming.</p></section>`;
@@ -323,6 +333,7 @@ function rootCauseSection(doc: RunReportDocument): string {
       ) => `<li class="cause"><h3>${i + 1}. ${esc(c.title)} <small>${esc(c.kind)} &middot; confidence ${(c.confidence * 100).toFixed(0)} % &middot; ${esc(fmtSeconds((c.since - start) / 1000))} to ${esc(fmtSeconds((c.until - start) / 1000))}</small></h3>
 <h4>Evidence</h4><ul>${c.evidence.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>
 ${Object.keys(c.figures).length ? `<p class="muted">${figuresText(c.figures)}</p>` : ''}
+${thresholdsText(c.thresholds)}
 <h4>Advice</h4><ul>${c.advice.map((a) => `<li>${esc(a)}</li>`).join('')}</ul></li>`,
     )
     .join('');

@@ -5,59 +5,78 @@
 // - kafka-init creates exactly the topics of libs/contracts/src/topics.ts;
 // - every vllm:* / DCGM_FI_* name the rules and dashboards use is one the sim exposes
 //   (libs/sim/src/metrics), or a legacy vLLM name the rules accept with `or`.
+// `npm test` runs it (test/deploy/deploy-verify.spec.ts), so the files cannot drift from the code.
 // `promtool check config` / `promtool test rules deploy/prometheus/tests/*.yml` go further.
 'use strict';
 const { readFileSync, readdirSync, statSync } = require('node:fs');
 const { join, relative } = require('node:path');
 const { parse } = require('yaml');
 
-const root = join(__dirname, '..');
-const problems = [];
 const walk = (dir) =>
   readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     return statSync(path).isDirectory() ? walk(path) : [path];
   });
 
-const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
-const files = walk(__dirname);
-for (const file of files.filter((f) => /\.ya?ml$/.test(f))) {
-  try {
-    parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    problems.push(`${relative(root, file)}: ${error.message}`);
+/**
+ * The problems found in the deployment files under `root` (empty when all is well).
+ * `composeText` replaces docker-compose.yml's text (tests feed it a drifted copy).
+ */
+function verifyDeploy(root = join(__dirname, '..'), { composeText } = {}) {
+  const deployDir = join(root, 'deploy');
+  const problems = [];
+  const compose = parse(composeText ?? readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
+  const files = walk(deployDir);
+  for (const file of files.filter((f) => /\.ya?ml$/.test(f))) {
+    try {
+      parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      problems.push(`${relative(root, file)}: ${error.message}`);
+    }
   }
-}
-const dashboards = files.filter((f) => f.endsWith('.json'));
-for (const file of dashboards) {
-  try {
-    JSON.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    problems.push(`${relative(root, file)}: ${error.message}`);
+  const dashboards = files.filter((f) => f.endsWith('.json'));
+  for (const file of dashboards) {
+    try {
+      JSON.parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      problems.push(`${relative(root, file)}: ${error.message}`);
+    }
   }
+
+  const contractTopics = [
+    ...readFileSync(join(root, 'libs/contracts/src/topics.ts'), 'utf8').matchAll(/'(fathom\.[a-z0-9.-]+\.v\d+)'/g),
+  ]
+    .map((m) => m[1])
+    .sort();
+  const initTopics = String(compose.services['kafka-init'].environment.TOPICS).split(/\s+/).filter(Boolean).sort();
+  const missing = contractTopics.filter((t) => !initTopics.includes(t));
+  const extra = initTopics.filter((t) => !contractTopics.includes(t));
+  if (missing.length) problems.push(`kafka-init TOPICS misses ${missing.join(' ')} (libs/contracts/src/topics.ts)`);
+  if (extra.length) problems.push(`kafka-init TOPICS has ${extra.join(' ')}, which libs/contracts/src/topics.ts does not`);
+
+  const simSources = walk(join(root, 'libs/sim/src/metrics'))
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
+  const legacyVllm = ['vllm:gpu_cache_usage_perc', 'vllm:gpu_prefix_cache_hit_rate'];
+  const used = new Set();
+  for (const file of [join(deployDir, 'prometheus/rules/fathom.rules.yml'), ...dashboards]) {
+    for (const m of readFileSync(file, 'utf8').matchAll(/\b(vllm:[a-z0-9_]+|DCGM_FI_[A-Z0-9_]+)/g)) used.add(m[1]);
+  }
+  for (const name of used) {
+    const base = name.replace(/_(bucket|sum|count)$/, '');
+    if (!simSources.includes(`'${base}'`) && !legacyVllm.includes(base))
+      problems.push(`metric ${name} is not exposed by libs/sim`);
+  }
+  return { problems, topics: initTopics.length, targetMetrics: used.size, dashboards: dashboards.length };
 }
 
-const contractTopics = [...readFileSync(join(root, 'libs/contracts/src/topics.ts'), 'utf8').matchAll(/'(fathom\.[a-z0-9.-]+\.v\d+)'/g)]
-  .map((m) => m[1])
-  .sort();
-const initTopics = String(compose.services['kafka-init'].environment.TOPICS).split(/\s+/).filter(Boolean).sort();
-if (JSON.stringify(contractTopics) !== JSON.stringify(initTopics)) {
-  problems.push(`kafka-init TOPICS ${initTopics.join(' ')} != topics.ts ${contractTopics.join(' ')}`);
-}
+module.exports = { verifyDeploy };
 
-const simSources = walk(join(root, 'libs/sim/src/metrics')).map((f) => readFileSync(f, 'utf8')).join('\n');
-const legacyVllm = ['vllm:gpu_cache_usage_perc', 'vllm:gpu_prefix_cache_hit_rate'];
-const used = new Set();
-for (const file of [join(__dirname, 'prometheus/rules/fathom.rules.yml'), ...dashboards]) {
-  for (const m of readFileSync(file, 'utf8').matchAll(/\b(vllm:[a-z0-9_]+|DCGM_FI_[A-Z0-9_]+)/g)) used.add(m[1]);
+if (require.main === module) {
+  const { problems, topics, targetMetrics, dashboards } = verifyDeploy();
+  if (problems.length) {
+    process.stderr.write(`deploy: ${problems.length} problem(s)\n${problems.map((p) => `  ${p}`).join('\n')}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`deploy: ok (${topics} topics, ${targetMetrics} target metric names, ${dashboards} dashboard(s))\n`);
 }
-for (const name of used) {
-  const base = name.replace(/_(bucket|sum|count)$/, '');
-  if (!simSources.includes(`'${base}'`) && !legacyVllm.includes(base)) problems.push(`metric ${name} is not exposed by libs/sim`);
-}
-
-if (problems.length) {
-  process.stderr.write(`deploy: ${problems.length} problem(s)\n${problems.map((p) => `  ${p}`).join('\n')}\n`);
-  process.exit(1);
-}
-process.stdout.write(`deploy: ok (${initTopics.length} topics, ${used.size} target metric names, ${dashboards.length} dashboard(s))\n`);

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Command, CommanderError } from 'commander';
 import { registerCommands } from './commands';
 import { CliExit } from './cli-exit';
+import { fathomVersion } from './version';
 
 /**
  * `fathom`: the command-line entry point. Subcommand names and output shapes are contracts
@@ -10,6 +11,7 @@ import { CliExit } from './cli-exit';
 async function main(argv: string[]): Promise<void> {
   const program = new Command('fathom')
     .description('Semantics-aware stress testing for LLM servers, RAG pipelines and agents')
+    .version(fathomVersion(), '-V, --version', 'print the version of fathom')
     .showHelpAfterError()
     .exitOverride();
   registerCommands(program);

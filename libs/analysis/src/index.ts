@@ -18,3 +18,4 @@ export * from './report/report-html.render';
 export * from './report/report-assets';
 export * from './report/report-exports';
 export * from './report/run-compare';
+export * from './progress/run-progress';

@@ -24,3 +24,4 @@ export * from './http/shadow-campaign.schema';
 export * from './settings.util';
 export * from './campaign/secret.schema';
 export * from './json-depth.util';
+export * from './http/run-progress.schema';

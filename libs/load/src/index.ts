@@ -4,6 +4,8 @@ export {
   binCountsMs,
   decodeHistogram,
   encodeHistogram,
+  newLatencyHistogram,
+  recordMs,
   percentileKey,
   quantilesFromHistogram,
   tailQuantilesMs,

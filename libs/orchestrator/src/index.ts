@@ -5,3 +5,4 @@ export { FieldValidationError, FieldValidationFilter, parseFields } from './http
 export { BodyDepthInterceptor } from './http/body-depth.interceptor';
 export * from './orchestrator.settings';
 export * from './shadow/gateway/shadow-gateway';
+export * from './run-progress.service';

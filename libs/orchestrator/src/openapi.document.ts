@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { CampaignSpecSchema, RunSummarySchema, RunStatusSchema, RunTriggerSchema } from '@fathom/contracts';
+import {
+  CampaignSpecSchema,
+  RunProgressSchema,
+  RunSummarySchema,
+  RunStatusSchema,
+  RunTriggerSchema,
+} from '@fathom/contracts';
 import { AlertRuleInputSchema, AlertmanagerPayloadSchema } from '@fathom/contracts';
 import { ScheduleInputSchema } from '@fathom/contracts';
 
@@ -123,6 +129,14 @@ export const ORCHESTRATOR_PATHS: OpenApiPaths = {
       },
     },
   },
+  '/v1/runs/{id}/progress': {
+    get: {
+      summary:
+        'A run as its telemetry stands: elapsed and remaining time, requests/s, P50/P99 of E2E and TTFT, errors, tier, open breakers, validity so far',
+      parameters: [idParam('id')],
+      responses: { '200': reply('the progress', 'RunProgress'), '404': reply('no such run', 'Error') },
+    },
+  },
   '/v1/runs/{id}/abort': {
     post: {
       summary: 'Abort a run: its load stops within one second (requests in flight are cancelled)',
@@ -202,6 +216,7 @@ export function buildOpenApiDocument(
   const schemas: Record<string, z.ZodType> = {
     CampaignSpec: CampaignSpecSchema,
     Run: StoredRunSchema,
+    RunProgress: RunProgressSchema,
     Error: ErrorSchema,
     AlertmanagerPayload: AlertmanagerPayloadSchema,
     AlertRuleInput: AlertRuleInputSchema,

@@ -4,6 +4,8 @@ import { RunController } from './run.controller';
 import { AlertController } from './alert.controller';
 import { ScheduleController } from './schedule.controller';
 import { DocsController } from './docs.controller';
+import { RunProgressController } from './run-progress.controller';
+import { RunProgressService } from './run-progress.service';
 import { CampaignService } from './campaign.service';
 import { RunLifecycleService } from './run-lifecycle.service';
 import { RunReconcilerService } from './run-reconciler.service';
@@ -20,9 +22,17 @@ import { ADMISSION_POLICY, admissionPolicyOf } from './campaign-admission';
 /** REST API for campaigns, runs, schedules and alert rules; the run lifecycle, reruns, restarts. */
 @Module({
   imports: [ShadowModule],
-  controllers: [CampaignController, RunController, AlertController, ScheduleController, DocsController],
+  controllers: [
+    CampaignController,
+    RunController,
+    RunProgressController,
+    AlertController,
+    ScheduleController,
+    DocsController,
+  ],
   providers: [
     CampaignService,
+    RunProgressService,
     RunLifecycleService,
     RunReconcilerService,
     SchedulerService,
@@ -31,7 +41,7 @@ import { ADMISSION_POLICY, admissionPolicyOf } from './campaign-admission';
     AlertWebhookGuard,
     { provide: OPENAPI_EXTENSIONS, useValue: SHADOW_OPENAPI },
   ],
-  exports: [CampaignService],
+  exports: [CampaignService, RunProgressService],
 })
 export class OrchestratorModule {
   static register(settings: OrchestratorSettings): DynamicModule {

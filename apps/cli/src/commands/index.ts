@@ -8,10 +8,12 @@ import { registerReportCommand } from './report.command';
 import { registerCompareCommand } from './compare.command';
 import { registerShadowCommand } from './shadow.command';
 import { registerDataCommand } from './data.command';
+import { registerValidateCommand } from './validate.command';
+import { addHelpExamples } from './help-examples';
 
 /**
  * Every subcommand registers itself here, one file each (`<name>.command.ts` exporting
- * `register<Name>Command(program)`).
+ * `register<Name>Command(program)`), and its examples in help-examples.ts.
  */
 export function registerCommands(program: Command): void {
   registerSimCommand(program);
@@ -23,4 +25,6 @@ export function registerCommands(program: Command): void {
   registerCompareCommand(program);
   registerShadowCommand(program);
   registerDataCommand(program);
+  registerValidateCommand(program);
+  addHelpExamples(program);
 }

@@ -3,15 +3,17 @@ import { request } from 'undici';
 import type { RunReportDocument } from '@fathom/analysis';
 import { RunReportRepository } from '@fathom/storage';
 import { SecretResolutionError, stashSecrets } from '@fathom/load';
-import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
+import { CampaignValidationError, parseCampaign, RunProgressService } from '@fathom/orchestrator';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
 import { CliExit } from '../cli-exit';
 import { formatRunSummary, type PrintableRun } from '../format/run-summary.format';
 import { readCampaignFile } from './campaign-file';
 import { OUT_HELP, collectOut, parseOutputs, writeOutputs, type OutputSpec } from './report-outputs';
 import { loadReport } from './report-source';
+import { addRunOverrideOptions, applyRunOverrides, type RunOverrides } from './run-overrides';
+import { addProgressOptions, remoteProgress, watchRunProgress, type ProgressFlags } from './run-progress';
 
-interface RunOptions {
+interface RunOptions extends RunOverrides, ProgressFlags {
   api?: string;
   token?: string;
   json?: boolean;
@@ -26,7 +28,7 @@ interface RunOptions {
  * SLO held; 1 an SLO failed; 2 the campaign is invalid or the run failed or was aborted.
  */
 export function registerRunCommand(program: Command): void {
-  program
+  const command = program
     .command('run')
     .description('run one campaign from a YAML file and print its summary')
     .argument('<file>', 'campaign file (YAML or JSON)')
@@ -39,7 +41,7 @@ export function registerRunCommand(program: Command): void {
     .option('--out <format=path>', OUT_HELP, collectOut)
     .action(async (file: string, options: RunOptions) => {
       const outputs = parseOutputs(options.out ?? []);
-      const input = await readCampaignFile(file);
+      const input = applyRunOverrides(await readCampaignFile(file), options);
       const report = new ReportWriter(outputs);
       const run = options.api
         ? await runRemote(input, options, report)
@@ -50,6 +52,8 @@ export function registerRunCommand(program: Command): void {
       if (report.missing) process.stderr.write(`fathom: ${report.missing}\n`);
       process.exitCode = exitCodeOf(run);
     });
+  addRunOverrideOptions(command);
+  addProgressOptions(command);
 }
 
 /**
@@ -111,9 +115,15 @@ async function runEmbedded(file: unknown, options: RunOptions, report: ReportWri
       .catch((error: unknown) => {
         throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
       });
-    const run = await waitForRun(fathom.runs, runId, {
-      timeoutMs: durationOf(input) + Number(options.timeoutMs),
-    });
+    const progress = watchRunProgress(options, () => fathom.fathom.app.get(RunProgressService).get(runId));
+    let run: PrintableRun;
+    try {
+      run = await waitForRun(fathom.runs, runId, {
+        timeoutMs: durationOf(input) + Number(options.timeoutMs),
+      });
+    } finally {
+      await progress.stop();
+    }
     await report.write(runId, async () => {
       const stored = await new RunReportRepository(fathom.database).latest(runId);
       return (stored?.document as unknown as RunReportDocument | undefined) ?? null;
@@ -159,9 +169,15 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
       return (await res.body.json()) as PrintableRun;
     },
   };
-  const run = await waitForRun(runs, body.runId, {
-    timeoutMs: durationOf(input) + Number(options.timeoutMs),
-  });
+  const progress = watchRunProgress(options, remoteProgress(base, body.runId));
+  let run: PrintableRun;
+  try {
+    run = await waitForRun(runs, body.runId, {
+      timeoutMs: durationOf(input) + Number(options.timeoutMs),
+    });
+  } finally {
+    await progress.stop();
+  }
   await report.write(body.runId, () => loadReport(body.runId!, { api: base, token }));
   return run;
 }

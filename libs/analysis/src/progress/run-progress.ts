@@ -1,0 +1,82 @@
+import type {
+  BreakerChange,
+  BreakerState,
+  RunProgress,
+  SloTierChange,
+  TelemetryWindow,
+} from '@fathom/contracts';
+import { mergeWindows } from '@fathom/load';
+import { assessValidity } from '../validity/measurement-validity';
+
+/** Seconds of the newest windows the live request rate is taken over. */
+export const PROGRESS_RATE_SPAN_MS = 5000;
+
+export interface RunProgressInput {
+  runId: string;
+  status: string;
+  startedAt: number | null;
+  endedAt: number | null;
+  plannedDurationMs: number | null;
+  windows: readonly TelemetryWindow[];
+  tierChanges: readonly SloTierChange[];
+  breakerChanges: readonly BreakerChange[];
+  nowMs: number;
+}
+
+const pair = (q: { p50: number | null; p99: number | null }) => ({ p50Ms: q.p50, p99Ms: q.p99 });
+
+/**
+ * The progress of a run from its stored telemetry. While the run goes, "too few windows for a
+ * steady state" is not a verdict yet and is left out; everything else the end-of-run validity
+ * judges from windows is shown as it stands.
+ */
+export function buildRunProgress(input: RunProgressInput): RunProgress {
+  const merged = mergeWindows(input.windows);
+  const elapsedMs =
+    input.startedAt === null ? 0 : Math.max(0, (input.endedAt ?? input.nowMs) - input.startedAt);
+
+  const newestEnd = Math.max(0, ...input.windows.map((w) => w.windowStart + w.windowMs));
+  const recent = input.windows.filter((w) => w.windowStart >= newestEnd - PROGRESS_RATE_SPAN_MS);
+  const recentSpanMs = recent.length ? newestEnd - Math.min(...recent.map((w) => w.windowStart)) : 0;
+  const requestsPerSec =
+    recentSpanMs > 0 ? (recent.reduce((n, w) => n + w.requests, 0) * 1000) / recentSpanMs : 0;
+
+  const tier = [...input.tierChanges].sort((a, b) => a.emittedAt - b.emittedAt).at(-1)?.to ?? null;
+  const breakers = new Map<string, BreakerState>();
+  for (const change of [...input.breakerChanges].sort((a, b) => a.emittedAt - b.emittedAt)) {
+    const { target, layer, node } = change.breaker;
+    breakers.set(`${target}/${layer}/${node}`, change.to);
+  }
+  const openBreakers = [...breakers]
+    .filter((entry): entry is [string, Exclude<BreakerState, 'closed'>] => entry[1] !== 'closed')
+    .map(([breaker, state]) => ({ breaker, state }));
+
+  const running = input.endedAt === null;
+  const validity = assessValidity(input.windows, [], false);
+  const reasons = validity.reasons.filter(
+    (r) => !(running && r.kind === 'no-steady-state' && r.figures.cv === undefined),
+  );
+  const iterations = merged.requests + merged.dropped;
+  return {
+    runId: input.runId,
+    status: input.status,
+    startedAt: input.startedAt,
+    elapsedMs,
+    remainingMs: input.plannedDurationMs === null ? null : Math.max(0, input.plannedDurationMs - elapsedMs),
+    requests: merged.requests,
+    errors: merged.errors,
+    errorClasses: merged.errorClasses,
+    requestsPerSec,
+    e2e: pair(merged.quantiles.e2e),
+    ttft: pair(merged.quantiles.ttft),
+    tier,
+    openBreakers,
+    validity: {
+      valid: reasons.length === 0,
+      reasons: reasons.map((r) => r.kind),
+      late: merged.late,
+      dropped: merged.dropped,
+      behindShare: iterations ? (merged.late + merged.dropped) / iterations : 0,
+    },
+  };
+}

@@ -17,6 +17,8 @@ export const TierRerunPolicySchema = z
 
 export const CampaignSpecSchema = z
   .object({
+    /** The JSON Schema an editor checks this file against (schema/campaign.schema.json); ignored by Fathom. */
+    $schema: z.string().optional(),
     name: z.string().min(1).max(200),
     target: z
       .object({

@@ -50,7 +50,11 @@ describe(DocsController.name, () => {
     const bundle = await fetch(`${url}/docs/swagger-ui-bundle.js`);
     expect(bundle.status).toBe(200);
     expect(bundle.headers.get('content-type')).toMatch(/^application\/javascript/);
-    for (const path of ['/docs/package.json', '/docs/..%2F..%2Fpackage.json', '/docs/swagger-ui-bundle.js.map'])
+    for (const path of [
+      '/docs/package.json',
+      '/docs/..%2F..%2Fpackage.json',
+      '/docs/swagger-ui-bundle.js.map',
+    ])
       expect((await fetch(`${url}${path}`)).status).toBe(404);
   });
 

@@ -1,4 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Registry } from 'prom-client';
+import { METRICS_REGISTRY } from '@fathom/observability';
+import { RunMetrics } from './run.metrics';
 import { InjectBus, consume, subscribeAll, type Bus, type Subscription } from '@fathom/bus';
 import { RunEventRepository, RunReportRepository, RunRepository } from '@fathom/storage';
 import {
@@ -112,6 +115,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private readonly store: RunEventStore;
   private readonly finalizer: RunReportFinalizer;
   private closed = false;
+  private readonly metrics: RunMetrics;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
@@ -119,12 +123,14 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     reports: RunReportRepository,
     runs: RunRepository,
     @Inject(ANALYZER_SETTINGS) settings: AnalyzerSettings,
+    @Inject(METRICS_REGISTRY) registry: Registry,
   ) {
     this.store = new RunEventStore(events);
     const live: LiveRuns = {
       finalEvaluation: (runId) => this.finalEvaluation(runId),
       forget: (runId) => this.forget(runId),
       liveRunIds: () => [...this.states.keys()],
+      reported: (runId, validity) => this.metrics.reported(runId, validity),
     };
     this.finalizer = new RunReportFinalizer(
       bus,
@@ -139,6 +145,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       },
       this.logger,
     );
+    this.metrics = new RunMetrics(registry);
   }
 
   async onModuleInit(): Promise<void> {
@@ -252,7 +259,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async onWindow(window: TelemetryWindow): Promise<void> {
-    await this.save('window', Topics.telemetryWindow.name, window);
+    if (await this.save('window', Topics.telemetryWindow.name, window)) this.metrics.observeWindow(window);
     this.finalizer.heard(window.runId);
     const state = await this.state(window.runId, window.campaignId);
     state.timeline.addWindow(window);
@@ -368,6 +375,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         ...(change.objective ? { objective: change.objective } : {}),
       };
       await this.save('tier', Topics.sloTier.name, event);
+      this.metrics.tierChanged(runId, event.from, event.to);
       await this.publishTier(event);
     }
     const p99Budget = state.spec?.slo.p99Ms ?? this.causeOptions.p99BudgetMs;
@@ -404,6 +412,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         figures: t.figures,
       };
       await this.save('breaker', Topics.breaker.name, event);
+      this.metrics.breakerChanged(event);
       await this.bus.publish(Topics.breaker, event);
     }
   }

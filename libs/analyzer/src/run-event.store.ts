@@ -51,10 +51,11 @@ export class RunEventStore {
     kind: StoredKind,
     topic: string,
     event: { id: string; runId: string; emittedAt: number },
-  ): Promise<void> {
-    await this.events.appendMany([
+  ): Promise<boolean> {
+    const inserted = await this.events.appendMany([
       { eventId: event.id, runId: event.runId, topic, kind, occurredAt: event.emittedAt, payload: event },
     ]);
+    return inserted > 0; // false: stored already (a redelivery)
   }
 
   /** Records that a stored tier change was published. */

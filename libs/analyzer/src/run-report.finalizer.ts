@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Bus } from '@fathom/bus';
 import type { JsonValue, RunReportRepository, RunRepository } from '@fathom/storage';
+import type { MeasurementValidity } from '@fathom/contracts';
 import {
   Topics,
   envelope,
@@ -40,6 +41,8 @@ export interface LiveRuns {
   forget(runId: string): void;
   /** Runs that have live state. */
   liveRunIds(): string[];
+  /** The run was reported with this validity (its live metrics show it). */
+  reported(runId: string, validity: MeasurementValidity): void;
 }
 
 export interface FinalizerOptions {
@@ -223,6 +226,7 @@ export class RunReportFinalizer {
       gpu: of<GpuTelemetry>('gpu'),
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
+    this.live.reported(runId, validity);
     await this.bus.publish(Topics.runReport, {
       ...envelope(campaignId, runId),
       summary,

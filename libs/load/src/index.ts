@@ -6,6 +6,7 @@ export {
   encodeHistogram,
   newLatencyHistogram,
   recordMs,
+  countsAtOrBelowUs,
   percentileKey,
   quantilesFromHistogram,
   tailQuantilesMs,

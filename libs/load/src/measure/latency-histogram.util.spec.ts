@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import {
   binCountsMs,
+  countsAtOrBelowUs,
+  decodeHistogram,
+  encodeHistogram,
   newLatencyHistogram,
   quantilesFromHistogram,
   recordMs,
@@ -42,5 +45,31 @@ describe(binCountsMs.name, () => {
         expect(counts[2]).toBeGreaterThanOrEqual(values.filter((v) => v >= 100.1).length);
       }),
     );
+  });
+});
+
+describe(countsAtOrBelowUs.name, () => {
+  it('counts the values at or below each bound, as a Prometheus histogram does', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 2047 }), { maxLength: 200 }),
+        fc.uniqueArray(fc.integer({ min: 1, max: 3000 }), { minLength: 1, maxLength: 12 }),
+        (valuesUs, bounds) => {
+          const boundsUs = [...bounds].sort((a, b) => a - b);
+          const histogram = newLatencyHistogram();
+          for (const v of valuesUs) histogram.recordValue(v);
+          // Values below 2048 us are exact at 3 significant digits: the counts must be too.
+          const expected = boundsUs.map((b) => valuesUs.filter((v) => v <= b).length);
+          expect(countsAtOrBelowUs(decodeHistogram(encodeHistogram(histogram)), boundsUs)).toEqual(expected);
+        },
+      ),
+    );
+  });
+
+  it('keeps large values within HDR precision', () => {
+    const histogram = newLatencyHistogram();
+    histogram.recordValueWithCount(1_500_000, 3); // 1.5 s
+    histogram.recordValueWithCount(30_000, 2); // 30 ms
+    expect(countsAtOrBelowUs(histogram, [25_000, 100_000, 1_000_000, 2_500_000])).toEqual([0, 2, 2, 5]);
   });
 });

@@ -126,3 +126,20 @@ export function tailQuantilesMs(histogram: Histogram): Omit<Quantiles, 'count' |
     max: histogram.maxValue / 1000,
   };
 }
+
+/**
+ * How many recorded values are at or below each bound (microseconds, ascending): the cumulative
+ * `le` buckets of a Prometheus histogram, from an HDR one (each value taken at its bucket's top,
+ * 0.1 %). Unlike `binCountsMs` (half-open bins), a value equal to a bound counts in it.
+ */
+export function countsAtOrBelowUs(histogram: Histogram, boundsUs: readonly number[]): number[] {
+  const counts = boundsUs.map(() => 0);
+  const it = (histogram as unknown as RecordedValues).recordedValuesIterator;
+  it.reset();
+  while (it.hasNext()) {
+    const { valueIteratedTo, countAtValueIteratedTo } = it.next();
+    for (let i = boundsUs.length - 1; i >= 0 && valueIteratedTo <= boundsUs[i]; i--)
+      counts[i] += countAtValueIteratedTo;
+  }
+  return counts;
+}

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
-import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/services';
+import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/runtime';
 
 const ROOT = join(__dirname, '..', '..');
 const DASHBOARDS = join(ROOT, 'deploy', 'grafana', 'dashboards');

@@ -27,6 +27,8 @@ export const LoadGeneratorSettingsSchema = z.object({
     .default(() => Math.max(8, availableParallelism() * 2)),
   /** Where `{ file }` secret references are read; unset: refused. */
   FATHOM_SECRETS_DIR: z.string().min(1).optional(),
+  /** OTLP/HTTP collector: GenAI client metrics and a span per sampled request go there when set. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
 });
 export type LoadGeneratorSettings = z.infer<typeof LoadGeneratorSettingsSchema> & {
   /** FATHOM_SECRET_* variables, the values `{ env }` secret references name. */

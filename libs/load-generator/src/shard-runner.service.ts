@@ -1,4 +1,11 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { InjectBus, consume, subscribeAll, type Bus, type Subscription } from '@fathom/bus';
 import {
   Topics,
@@ -12,7 +19,8 @@ import { isStaleShardCommand } from '@fathom/contracts';
 import { resolveSecrets, SecretResolutionError, type SecretSources } from '@fathom/load';
 import { TelemetryPublisher } from './telemetry.publisher';
 import { LoadMetrics } from './load.metrics';
-import { METRICS_REGISTRY } from '@fathom/observability';
+import { METRICS_REGISTRY, type GenAiClientTelemetry } from '@fathom/observability';
+import { GENAI_TELEMETRY, withGenAiTelemetry } from './genai.sink';
 import type { Registry } from 'prom-client';
 import { probeTarget, withResolvedModel, type TargetProbe } from './target-probe';
 import { ShardSlots } from './shard-slots';
@@ -62,6 +70,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     @Inject(METRICS_REGISTRY) registry: Registry,
     @Inject(SHARD_HOST) private readonly host: ShardHost,
     @Inject(LOAD_GENERATOR_SETTINGS) settings: LoadGeneratorSettings,
+    @Optional() @Inject(GENAI_TELEMETRY) private readonly genAi: GenAiClientTelemetry | null = null,
   ) {
     this.generatorId = settings.FATHOM_GENERATOR_ID;
     this.metrics = new LoadMetrics(registry);
@@ -96,6 +105,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     for (const shard of this.active.values()) shard.abort.abort(new Error('load-generator shutting down'));
     await Promise.all([...this.active.values()].map((s) => s.done));
     await this.host.close();
+    await this.genAi?.shutdown(); // pushes the last metrics and spans
   }
 
   private onAbort(runId: string): void {
@@ -230,7 +240,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         runId,
         campaignId,
         generatorId: this.generatorId,
-        sink: publisher,
+        sink: withGenAiTelemetry(publisher, this.genAi, spec),
         signal: abort.signal,
         controls,
       });

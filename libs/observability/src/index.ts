@@ -3,3 +3,4 @@ export * from './metrics';
 export * from './health';
 export * from './nest/observability.module';
 export * from './process-guard';
+export * from './genai/genai-client.telemetry';

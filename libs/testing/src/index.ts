@@ -3,3 +3,4 @@ export * from './broker/test-kafka.config';
 export * from './wait-for.util';
 export * from './postgres-test.util';
 export * from './fuzz.util';
+export * from './otlp-receiver';

@@ -141,6 +141,14 @@ export const RequestRecordSchema = z.object({
     .array(z.string().max(RETRIEVED_DOCUMENT_LIMITS.maxChars))
     .max(RETRIEVED_DOCUMENT_LIMITS.maxDocuments)
     .optional(),
+  /**
+   * The parent span id sent in `traceparent` with `traceId` (16 hex): the id of Fathom's client span
+   * for the request, under which the target's server spans hang. Optional: older generators.
+   */
+  spanId: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/)
+    .optional(),
 });
 export type RequestRecord = z.infer<typeof RequestRecordSchema>;
 

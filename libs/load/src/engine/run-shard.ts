@@ -507,7 +507,7 @@ class ShardRun implements AdaptiveExecutorContext {
     this.cancels.delete(cancel);
     this.inFlight--;
     slot.inFlight--;
-    this.accounting.account(outcome, requestId, traceId, intendedMono, startMono, item, slot);
+    this.accounting.account(outcome, requestId, traceId, spanId, intendedMono, startMono, item, slot);
     this.options.tap?.(requestId, outcome, startMono + (outcome.sendDelayMs ?? 0));
     const waiter = this.slotWaiter;
     this.slotWaiter = null;

@@ -60,6 +60,7 @@ export class ShardAccounting {
     outcome: DriverOutcome,
     requestId: string,
     traceId: string,
+    spanId: string,
     intendedMono: number,
     startMono: number,
     item: PromptItem,
@@ -121,6 +122,7 @@ export class ShardAccounting {
         // The semantic-monitor judges prompt explosion (nesting depth, token surge) from this.
         prompt: item.text.slice(0, this.o.contentCapChars),
         finishReason: outcome.finishReason,
+        spanId,
       };
       // Optional fields set only when present (no object spreads on the hot path).
       if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);

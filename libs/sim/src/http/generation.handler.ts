@@ -521,6 +521,7 @@ function generate(
   const headers = { 'x-sim-request-id': simId };
   const injected = injectedServerError(ctx, number) ?? injectedRateLimit(ctx, number);
   const fathomHeader = req.headers['x-fathom-request'];
+  const traceparent = req.headers.traceparent;
   const arrivalEpochMs = epochNowMs();
   const out = ctx.config.output;
   const natural = out.defaultTokens;
@@ -563,6 +564,7 @@ function generate(
   const record: GroundTruthRecord = {
     id: simId,
     fathomRequestId: typeof fathomHeader === 'string' ? fathomHeader : null,
+    traceparent: typeof traceparent === 'string' ? traceparent.slice(0, 128) : null,
     endpoint: spec.endpoint,
     model: spec.model,
     stream: spec.stream,

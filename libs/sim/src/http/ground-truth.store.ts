@@ -9,6 +9,8 @@ export interface GroundTruthRecord {
   id: string;
   /** The client's `x-fathom-request` header, for joining with load-generator telemetry. */
   fathomRequestId: string | null;
+  /** The client's W3C `traceparent` header as received (its trace and parent span ids), or null. */
+  traceparent: string | null;
   endpoint: string;
   model: string;
   stream: boolean;

@@ -8,7 +8,12 @@ import { postTransport } from '../transport/post.transport';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBodyText } from './http-body.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
-import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
+import {
+  serverRequestIdOf,
+  type DriverOutcome,
+  type DriverRequest,
+  type RequestDriver,
+} from './request-outcome';
 import { targetPath } from './target-url.util';
 
 /** Embedding responses are read whole (vectors are large); this caps what is held per request. */
@@ -111,7 +116,16 @@ export class EmbeddingsDriver implements RequestDriver {
       });
       status = response.statusCode;
       const text = await readBodyText(response.body, BODY_CAP);
-      return this.judge(status, text, performance.now() - request.startMono, items.length, inputTokensClient);
+      const done = this.judge(
+        status,
+        text,
+        performance.now() - request.startMono,
+        items.length,
+        inputTokensClient,
+      );
+      const serverRequestId = serverRequestIdOf(response.headers);
+      if (serverRequestId !== undefined) done.serverRequestId = serverRequestId;
+      return done;
     } catch (error) {
       return outcome(
         inputTokensClient,

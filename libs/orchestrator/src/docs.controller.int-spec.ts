@@ -76,7 +76,7 @@ describe(DocsController.name, () => {
       );
       expect(await page.title()).toBe('Swagger UI');
       await mkdir(join(__dirname, '..', '..', '..', 'tmp'), { recursive: true });
-      await page.screenshot({ path: join(__dirname, '..', '..', '..', '..', 'tmp', 'docs-swagger-ui.png') });
+      await page.screenshot({ path: join(__dirname, '..', '..', '..', 'tmp', 'docs-swagger-ui.png') });
       expect(problems).toEqual([]);
     } finally {
       await browser.close();

@@ -49,7 +49,8 @@ describe('fathom run FILE', () => {
   }
 
   it('prints the summary and exits 0 when every SLO holds', async () => {
-    const sut = await fathom(['run', await campaignFile({ p99Ms: 60_000 })]);
+    // --quiet: without it a run longer than 5 s writes progress lines to stderr (not a terminal).
+    const sut = await fathom(['run', await campaignFile({ p99Ms: 60_000 }), '--quiet']);
     expect(sut.stderr).toBe('');
     expect(sut.stdout).toMatch(/Run \S+ \(cli run\): completed/);
     expect(sut.stdout).toContain('SLO: passed');

@@ -7,7 +7,10 @@ import {
   type SloTierChange,
   type TelemetryWindow,
 } from '@fathom/contracts';
-import { buildRunProgress } from '@fathom/analysis';
+import { ProgressLatency, buildRunProgress } from '@fathom/analysis';
+
+/** Runs whose decoded latency is kept between calls (the newest asked for). */
+const CACHED_RUNS = 16;
 
 /**
  * A run's progress from what the analyzer stored (windows, tier and breaker changes): the same
@@ -16,6 +19,8 @@ import { buildRunProgress } from '@fathom/analysis';
  */
 @Injectable()
 export class RunProgressService {
+  private readonly latency = new Map<string, ProgressLatency>();
+
   constructor(
     private readonly runs: RunRepository,
     private readonly campaigns: CampaignRepository,
@@ -32,17 +37,26 @@ export class RunProgressService {
       this.events.listByRun(runId, { topic: Topics.sloTier.name, kind: 'tier' }),
       this.events.listByRun(runId, { topic: Topics.breaker.name, kind: 'breaker' }),
     ]);
+    let latency = this.latency.get(runId);
+    if (!latency) {
+      latency = new ProgressLatency();
+      this.latency.set(runId, latency);
+      while (this.latency.size > CACHED_RUNS) this.latency.delete(this.latency.keys().next().value!);
+    }
     // Payloads were validated against their topic's schema before the analyzer stored them.
-    return buildRunProgress({
-      runId,
-      status: run.status,
-      startedAt: run.startedAt,
-      endedAt: run.endedAt,
-      plannedDurationMs: campaign?.spec.load.durationMs ?? null,
-      windows: windows.map((e) => e.payload as unknown as TelemetryWindow),
-      tierChanges: tiers.map((e) => e.payload as unknown as SloTierChange),
-      breakerChanges: breakers.map((e) => e.payload as unknown as BreakerChange),
-      nowMs,
-    });
+    return buildRunProgress(
+      {
+        runId,
+        status: run.status,
+        startedAt: run.startedAt,
+        endedAt: run.endedAt,
+        plannedDurationMs: campaign?.spec.load.durationMs ?? null,
+        windows: windows.map((e) => e.payload as unknown as TelemetryWindow),
+        tierChanges: tiers.map((e) => e.payload as unknown as SloTierChange),
+        breakerChanges: breakers.map((e) => e.payload as unknown as BreakerChange),
+        nowMs,
+      },
+      latency,
+    );
   }
 }

@@ -1,7 +1,7 @@
 import type { BreakerChange, SloTierChange, TelemetryWindow } from '@fathom/contracts';
 import { RunProgressSchema } from '@fathom/contracts';
 import { encodeHistogram, newLatencyHistogram, recordMs } from '@fathom/load';
-import { buildRunProgress, type RunProgressInput } from './run-progress';
+import { ProgressLatency, buildRunProgress, type RunProgressInput } from './run-progress';
 
 const T0 = 1_700_000_000_000;
 const envelope = (id: string, emittedAt: number) => ({
@@ -124,5 +124,19 @@ describe(buildRunProgress.name, () => {
     const ended = buildRunProgress(base({ windows, status: 'completed', endedAt: T0 + 5000 }));
     expect(ended.validity.reasons).toEqual(['generator-bottleneck', 'no-steady-state']);
     expect(ended.elapsedMs).toBe(5000);
+  });
+
+  it('decodes each window once when the same run is asked for again, with the same answer', () => {
+    const windows = Array.from({ length: 6 }, (_, s) => window(s, [100 + s * 50, 400]));
+    const latency = new ProgressLatency();
+    const first = buildRunProgress(base({ windows: windows.slice(0, 3) }), latency);
+    const decoded = latency.e2e.totalCount;
+    // Asked again with the same windows (and a redelivered one): nothing is counted twice.
+    buildRunProgress(base({ windows: [...windows.slice(0, 3), windows[1]] }), latency);
+    expect(latency.e2e.totalCount).toBe(decoded);
+    const cached = buildRunProgress(base({ windows }), latency);
+    expect(cached).toEqual(buildRunProgress(base({ windows })));
+    expect([first.requests, cached.requests]).toEqual([6, 12]);
+    expect(latency.e2e.totalCount).toBe(12);
   });
 });

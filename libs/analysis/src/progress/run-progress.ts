@@ -5,7 +5,7 @@ import type {
   SloTierChange,
   TelemetryWindow,
 } from '@fathom/contracts';
-import { mergeWindows } from '@fathom/load';
+import { decodeHistogram, newLatencyHistogram, quantilesFromHistogram } from '@fathom/load';
 import { assessValidity } from '../validity/measurement-validity';
 
 /** Seconds of the newest windows the live request rate is taken over. */
@@ -26,12 +26,44 @@ export interface RunProgressInput {
 const pair = (q: { p50: number | null; p99: number | null }) => ({ p50Ms: q.p50, p99Ms: q.p99 });
 
 /**
+ * E2E and TTFT histograms of a run's windows, each window decoded once however often the
+ * progress is asked for (by window id): decoding is the cost (about 2 ms per window here, so a
+ * 10-minute run re-merged each second would cost more than a second every second).
+ */
+export class ProgressLatency {
+  private readonly seen = new Set<string>();
+  readonly e2e = newLatencyHistogram();
+  readonly ttft = newLatencyHistogram();
+
+  add(windows: readonly TelemetryWindow[]): void {
+    for (const window of windows) {
+      if (this.seen.has(window.id)) continue;
+      this.seen.add(window.id);
+      this.e2e.add(decodeHistogram(window.histogramsUs.e2e));
+      this.ttft.add(decodeHistogram(window.histogramsUs.ttft));
+    }
+  }
+}
+
+/**
  * The progress of a run from its stored telemetry. While the run goes, "too few windows for a
  * steady state" is not a verdict yet and is left out; everything else the end-of-run validity
  * judges from windows is shown as it stands.
  */
-export function buildRunProgress(input: RunProgressInput): RunProgress {
-  const merged = mergeWindows(input.windows);
+export function buildRunProgress(
+  input: RunProgressInput,
+  latency: ProgressLatency = new ProgressLatency(),
+): RunProgress {
+  latency.add(input.windows);
+  const merged = { requests: 0, errors: 0, late: 0, dropped: 0, errorClasses: {} as Record<string, number> };
+  for (const w of input.windows) {
+    merged.requests += w.requests;
+    merged.errors += w.errors;
+    merged.late += w.late;
+    merged.dropped += w.dropped;
+    for (const [errorClass, n] of Object.entries(w.errorClasses))
+      merged.errorClasses[errorClass] = (merged.errorClasses[errorClass] ?? 0) + n;
+  }
   const elapsedMs =
     input.startedAt === null ? 0 : Math.max(0, (input.endedAt ?? input.nowMs) - input.startedAt);
 
@@ -67,8 +99,8 @@ export function buildRunProgress(input: RunProgressInput): RunProgress {
     errors: merged.errors,
     errorClasses: merged.errorClasses,
     requestsPerSec,
-    e2e: pair(merged.quantiles.e2e),
-    ttft: pair(merged.quantiles.ttft),
+    e2e: pair(quantilesFromHistogram(latency.e2e)),
+    ttft: pair(quantilesFromHistogram(latency.ttft)),
     tier,
     openBreakers,
     validity: {

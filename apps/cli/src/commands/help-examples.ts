@@ -2,8 +2,9 @@ import type { Command } from 'commander';
 
 /**
  * Examples shown at the end of `fathom <cmd> --help`, keyed by the command's path (`gpu parse`).
- * Every subcommand has an entry: help-examples.spec.ts walks the registered commands and fails
- * on one without, so a new command cannot ship without examples.
+ * A command either has an entry here or adds its own `Examples:` section (report, compare,
+ * shadow gateway): help-examples.spec.ts walks the registered commands and fails on one with neither,
+ * so a new command cannot ship without examples.
  */
 export const HELP_EXAMPLES: Record<string, string[]> = {
   sim: [
@@ -26,6 +27,7 @@ export const HELP_EXAMPLES: Record<string, string[]> = {
     'fathom validate examples/chat-smoke.yaml    # exit 0 when valid, 2 with every bad field',
     'for f in examples/*.yaml; do fathom validate "$f" || exit 1; done',
   ],
+  shadow: ['fathom shadow gateway --listen 127.0.0.1:9090 --campaign 7f3c... --primary http://10.0.0.5:8000'],
   probe: ['fathom probe parse-sse recording.sse'],
   'probe parse-sse': [
     'fathom probe parse-sse recording.sse',

@@ -28,6 +28,11 @@ export const HELP_EXAMPLES: Record<string, string[]> = {
     'for f in examples/*.yaml; do fathom validate "$f" || exit 1; done',
   ],
   shadow: ['fathom shadow gateway --listen 127.0.0.1:9090 --campaign 7f3c... --primary http://10.0.0.5:8000'],
+  data: ['fathom data build corpus.txt --out prompts.jsonl'],
+  'data build': [
+    'fathom data build corpus.txt --out prompts.jsonl --report build-report.json',
+    'fathom data build faq.txt --out faq.jsonl --seed 7 --min-words 6 --no-embeddings',
+  ],
   probe: ['fathom probe parse-sse recording.sse'],
   'probe parse-sse': [
     'fathom probe parse-sse recording.sse',

@@ -224,6 +224,8 @@ export class RunReportFinalizer {
       validity,
       stallMs: this.options.stallMs,
       gpu: of<GpuTelemetry>('gpu'),
+      spec: spec as CampaignSpec | null,
+      tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
     this.live.reported(runId, validity);

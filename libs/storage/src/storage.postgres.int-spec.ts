@@ -71,7 +71,8 @@ describe(PostgresDatabase.name, () => {
            ('running', 'c', 'running', 'api', '2024-01-01T00:00:00Z', '2024-01-01T00:00:05Z')`,
       );
 
-      expect(await migrate(sut)).toMatchObject({ applied: [6] });
+      // Migration 6 and the later ones are applied to a database left at 5.
+      expect((await migrate(sut)).applied[0]).toBe(6);
 
       const runs = new RunRepository(sut);
       expect((await runs.get('pending'))?.planPublishedAt).toBe(Date.parse('2024-01-01T00:00:00Z'));

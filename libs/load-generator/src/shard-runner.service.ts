@@ -144,7 +144,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     const probe = await probeTarget(command.spec.target.baseUrl, {
       timeoutMs: Math.min(5000, command.spec.load.requestTimeoutMs),
     });
-    const spec = probe.reachable ? withResolvedModel(command.spec, probe.models) : probe.reason;
+    const spec = probe.reachable ? withResolvedModel(command.spec, probe.models, probe.lookup) : probe.reason;
     if (typeof spec === 'string') {
       this.logger.warn(`run ${runId} shard ${shard.index}: ${spec}`);
       await lifecycle('shard-failed', empty, spec);

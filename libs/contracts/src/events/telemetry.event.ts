@@ -9,6 +9,8 @@ export const ErrorClassSchema = z.enum([
   'http-5xx',
   'stream-truncated',
   'malformed-sse',
+  /** A non-streamed response body that is not JSON, or not a completion. */
+  'malformed-json',
   /** Broken HTTP framing: status line, header, chunk size, an oversized head. */
   'protocol',
   'aborted',

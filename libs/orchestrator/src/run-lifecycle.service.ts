@@ -15,7 +15,7 @@ import {
   type SloTierChange,
   type RunLifecycle,
 } from '@fathom/contracts';
-import { decideRerun } from '@fathom/analysis';
+import { decideRerun, mayRerunAfter } from '@fathom/analysis';
 import { CampaignService } from './campaign.service';
 import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from './orchestrator.settings';
 import { measurementInvalidity, rerunBackoffMs, type ReportedValidity } from './rerun-trigger.util';
@@ -152,6 +152,11 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
     } else if (summary.status === 'completed') {
       await this.runs.transition(event.runId, 'completed', { at: summary.endedAt ?? undefined });
     }
+    if (!mayRerunAfter(summary.status)) {
+      const dropped = await this.reruns.takeRequest(event.runId);
+      if (dropped) this.logger.log(`no rerun after aborted run ${event.runId} (it asked: ${dropped})`);
+      return;
+    }
     const validity = (event as RunReport & { validity?: ReportedValidity }).validity;
     const invalid = measurementInvalidity(summary, validity);
     const requested = (await this.reruns.takeRequest(event.runId)) ?? undefined;
@@ -183,7 +188,7 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
    */
   private async requestRerun(runId: string, reason: string): Promise<void> {
     const run = await this.runs.get(runId);
-    if (!run) return;
+    if (!run || !mayRerunAfter(run.status)) return;
     const open =
       run.status === 'pending' || run.status === 'running'
         ? run

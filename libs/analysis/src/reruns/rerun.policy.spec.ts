@@ -1,4 +1,4 @@
-import { decideRerun } from './rerun.policy';
+import { decideRerun, mayRerunAfter } from './rerun.policy';
 
 describe(decideRerun.name, () => {
   const config = { maxReruns: 2, cooldownMs: 5000 };
@@ -22,5 +22,13 @@ describe(decideRerun.name, () => {
 
   it('does not rerun while the run still goes', () => {
     expect(decideRerun(config, { ...idle, lastRunEndedAt: null }, 20_000).start).toBe(false);
+  });
+});
+
+describe(mayRerunAfter.name, () => {
+  it('refuses a rerun after an aborted run and allows one after a finished run', () => {
+    expect(mayRerunAfter('aborted')).toBe(false);
+    expect(mayRerunAfter('completed')).toBe(true);
+    expect(mayRerunAfter('failed')).toBe(true);
   });
 });

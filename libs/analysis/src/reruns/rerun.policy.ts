@@ -34,3 +34,12 @@ export function decideRerun(
   const readyAt = history.lastRunEndedAt + config.cooldownMs;
   return { start: true, delayMs: Math.max(0, readyAt - now) };
 }
+
+/**
+ * An aborted run never starts a rerun, whatever it asked for while it ran: someone (a user, a
+ * resolved alert) stopped it on purpose, and its last figures (cancelled requests, a cut-short
+ * window) describe the abort, not the target.
+ */
+export function mayRerunAfter(runStatus: string): boolean {
+  return runStatus !== 'aborted';
+}

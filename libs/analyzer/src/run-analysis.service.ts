@@ -29,6 +29,7 @@ import {
   TierHysteresis,
   assessValidity,
   tierPolicyFor,
+  judgeWholeRun,
   buildRunReportDocument,
   buildRunSummary,
   diagnose,
@@ -490,7 +491,12 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     const semantic = [...of<SemanticSignal>('token-stats'), ...of<SemanticSignal>('semantic')];
     const run = await this.runs.get(runId);
     const tierChanges = of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt);
-    const summary = buildRunSummary({
+    const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
+    const breakerChanges = of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt);
+    const wholeRun = judgeWholeRun(state.timeline, tiers, breakerChanges);
+    const rootCauses = live ? live.causes.ranked() : causesFromStored(of<RootCauseChange>('cause'));
+    const validity = assessValidity(state.timeline.windows, state.timeline.digests, rootCauses.length > 0);
+    const built = buildRunSummary({
       spec: spec as CampaignSpec | null,
       lifecycle,
       windows: of<TelemetryWindow>('window'),
@@ -499,17 +505,21 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       gpu: of<GpuTelemetry>('gpu'),
       tierChanges,
       aborted: run?.status === 'aborted',
+      wholeRun,
+      embedded:
+        semantic.find(
+          (s): s is DetectorSignal => s.kind === 'detector' && s.detector === Detectors.semanticGoodput,
+        )?.figures.embedded ?? null,
     });
-    const rootCauses = live ? live.causes.ranked() : causesFromStored(of<RootCauseChange>('cause'));
-    const validity = assessValidity(state.timeline.windows, state.timeline.digests, rootCauses.length > 0);
+    const summary = { ...built, validity };
     const document = buildRunReportDocument({
       runId,
       campaignId,
       summary,
       timeline: state.timeline,
-      tiers: tierPolicyFor(spec?.slo.tiers).tiers,
+      tiers,
       tierChanges,
-      breakerChanges: of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt),
+      breakerChanges,
       rootCauses,
       validity,
       stallMs: this.causeOptions.stallMs,

@@ -22,6 +22,7 @@ export * from './perturb/protected-spans.util';
 export * from './driver/request-outcome';
 export * from './driver/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
+export { CLIENT_TOKENIZER } from './driver/output-token-count.util';
 export * from './driver/tool-chain.driver';
 export * from './driver/rag-layer.driver';
 export { Http1Client, type Http1Exchange, type Http1ClientOptions } from './transport/http1.client';

@@ -12,6 +12,8 @@ export interface EmbeddedOptions {
   readonly host?: string;
   readonly port?: number;
   readonly logLevels?: LogLevel[] | false;
+  /** See `FathomAppOptions.shutdownHooks`. */
+  readonly shutdownHooks?: boolean;
 }
 
 export interface EmbeddedFathom {
@@ -36,6 +38,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedF
       host: options.host,
       port: options.port,
       logLevels: options.logLevels,
+      shutdownHooks: options.shutdownHooks,
     });
     return {
       url: fathom.url,

@@ -166,6 +166,7 @@ function outputSource(s: RunSummary): string {
 /** What the stream carried: chunks are counted as chunks, never as tokens. */
 function streamLine(s: RunSummary): string {
   const m = s.semantic;
+  if (m.responses === 0) return '  stream: no response checked';
   const counts =
     m.serverCounted === undefined
       ? `${m.tokenCountMismatches} server/client token-count mismatches`

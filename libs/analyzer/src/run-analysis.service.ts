@@ -30,6 +30,8 @@ import {
   assessValidity,
   tierPolicyFor,
   judgeWholeRun,
+  judgeClientBound,
+  clientBoundRootCause,
   buildRunReportDocument,
   buildRunSummary,
   diagnose,
@@ -401,7 +403,11 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       await this.publishTier(event);
     }
     const p99Budget = state.spec?.slo.p99Ms ?? this.causeOptions.p99BudgetMs;
-    const diagnosis = diagnose(state.timeline, now, { ...this.causeOptions, p99BudgetMs: p99Budget });
+    // A client-bound run names that alone: its latencies describe the generator, not the target.
+    const bound = judgeClientBound(state.timeline.windows);
+    const diagnosis = bound
+      ? [clientBoundRootCause(bound)]
+      : diagnose(state.timeline, now, { ...this.causeOptions, p99BudgetMs: p99Budget });
     if (state.causes.observe(diagnosis, Date.now())) {
       const ranked = state.causes.ranked();
       const event: RootCauseChange = {
@@ -494,7 +500,12 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
     const breakerChanges = of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt);
     const wholeRun = judgeWholeRun(state.timeline, tiers, breakerChanges);
-    const rootCauses = live ? live.causes.ranked() : causesFromStored(of<RootCauseChange>('cause'));
+    const bound = judgeClientBound(state.timeline.windows);
+    const rootCauses = bound
+      ? [{ ...clientBoundRootCause(bound), namedAt: Date.now() }]
+      : live
+        ? live.causes.ranked()
+        : causesFromStored(of<RootCauseChange>('cause'));
     const validity = assessValidity(state.timeline.windows, state.timeline.digests, rootCauses.length > 0);
     const built = buildRunSummary({
       spec: spec as CampaignSpec | null,

@@ -10,6 +10,8 @@ export {
   type Quantiles,
 } from './measure/latency-histogram.util';
 export * from './measure/window.recorder';
+export * from './measure/generator-health';
+export * from './measure/record-budget';
 export * from './adaptive/aimd.controller';
 export * from './adaptive/gpu-memory.gauge';
 export * from './profile/arrival.schedule';

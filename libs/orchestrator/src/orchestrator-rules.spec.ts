@@ -1,5 +1,5 @@
 import type { RunSummary } from '@fathom/contracts';
-import { measurementInvalidity, rerunBackoffMs } from './rerun-trigger.util';
+import { measurementInvalidity, rerunBackoffMs, rerunRefusal } from './rerun-trigger.util';
 import { decideSchedule, nextSlotAfter } from './schedule.util';
 import { reconcileOpenRun } from './run-reconcile.util';
 import { labelsMatch } from '@fathom/contracts';
@@ -33,6 +33,20 @@ function runSummary(): RunSummary {
     slo: { passed: true, failures: [] },
   };
 }
+
+describe(rerunRefusal.name, () => {
+  it('refuses to rerun a client-bound run with the identical spec, with the advice', () => {
+    const reasons = [
+      { kind: 'no-steady-state', detail: 'too short' },
+      { kind: 'client-bound', detail: 'the client limited this run. Advice: lower load.recordsPerSecond' },
+    ];
+    expect(rerunRefusal({ valid: false, reasons })).toBe(
+      'client-bound, no rerun of the identical spec: the client limited this run. Advice: lower load.recordsPerSecond',
+    );
+    expect(rerunRefusal({ valid: false, reasons: [reasons[0]] })).toBeNull();
+    expect(rerunRefusal(undefined)).toBeNull();
+  });
+});
 
 describe(measurementInvalidity.name, () => {
   it('takes the analyzer verdict when the report carries one', () => {

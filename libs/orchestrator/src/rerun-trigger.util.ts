@@ -17,6 +17,16 @@ export interface ReportedValidity {
 export const MAX_DROPPED_FRACTION = 0.05;
 export const MAX_TOKEN_MISMATCH_FRACTION = 0.05;
 
+/**
+ * Why a finished run must not be rerun as it is, or null. A client-bound run (the generator, not
+ * the target, limited it) rerun with the identical spec measures the same distortion again; the
+ * run ends with the report's advice instead (lower the record budget, more shards, more cores).
+ */
+export function rerunRefusal(validity: ReportedValidity | undefined): string | null {
+  const bound = validity?.reasons.find((r) => r.kind === 'client-bound');
+  return bound ? `client-bound, no rerun of the identical spec: ${bound.detail}` : null;
+}
+
 /** Why a finished run's measurement is invalid (a rerun reason), or null when it is valid. */
 export function measurementInvalidity(
   summary: RunSummary,

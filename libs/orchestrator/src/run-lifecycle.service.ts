@@ -18,7 +18,12 @@ import {
 import { decideRerun, mayRerunAfter } from '@fathom/analysis';
 import { CampaignService } from './campaign.service';
 import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from './orchestrator.settings';
-import { measurementInvalidity, rerunBackoffMs, type ReportedValidity } from './rerun-trigger.util';
+import {
+  measurementInvalidity,
+  rerunBackoffMs,
+  rerunRefusal,
+  type ReportedValidity,
+} from './rerun-trigger.util';
 import { RerunRepository, type ScheduledRerun } from '@fathom/storage';
 
 /** How soon a due rerun whose campaign has a run open looks again. */
@@ -158,6 +163,12 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
       return;
     }
     const validity = (event as RunReport & { validity?: ReportedValidity }).validity;
+    const refusal = rerunRefusal(validity);
+    if (refusal) {
+      const requested = await this.reruns.takeRequest(event.runId);
+      this.logger.warn(`run ${event.runId}: ${refusal}${requested ? ` (it asked: ${requested})` : ''}`);
+      return;
+    }
     const invalid = measurementInvalidity(summary, validity);
     const requested = (await this.reruns.takeRequest(event.runId)) ?? undefined;
     const reason = [requested, invalid].filter((r): r is string => r !== undefined && r !== null).join('; ');

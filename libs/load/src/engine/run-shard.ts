@@ -18,6 +18,8 @@ import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util
 import type { RequestSample } from '../measure/window.recorder';
 import { PhasedRecorder, type PhaseSlot } from '../measure/phased.recorder';
 import { SloAbortWatch } from '../threshold/slo-abort.watch';
+import { GeneratorHealthMonitor, clientBoundReason } from '../measure/generator-health';
+import { RecordBudget } from '../measure/record-budget';
 import { WindowEncoder } from '../measure/window.encoder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
 import { replaySchedule, scheduleFor, type ArrivalSchedule } from '../profile/arrival.schedule';
@@ -32,7 +34,7 @@ import { runSweep, type StepTag, type SweepResult } from './sweep.executor';
 
 /** Outputs only consume and must never block the engine (k6's rule): both are called inline. */
 export interface TelemetrySink {
-  /** A sampled request (sampling at `spec.load.recordSampleRate` is done by the engine). */
+  /** A sampled request (the engine applies the record budget or `spec.load.recordSampleRate`). */
   record(record: RequestRecord): void;
   /** Every `windowMs` (default 1000) and a final partial window. */
   window(window: WindowSnapshot): void;
@@ -147,6 +149,10 @@ class ShardEngine {
     outputTokens: 0,
   };
   private readonly sampling: SeededRandom;
+  /** Which finished requests become records; adapts to `health` once a window. */
+  private readonly records: RecordBudget;
+  private recordsInWindow = 0;
+  private health: GeneratorHealthMonitor | null = null;
   private readonly gate: (path: string) => boolean;
   private readonly windowMs: number;
   private readonly contentCapChars: number;
@@ -196,6 +202,11 @@ class ShardEngine {
       recycle: (histograms) => this.recorder.recycle(histograms),
     });
     this.sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
+    const fixedRate = this.spec.load.recordSampleRate;
+    this.records =
+      fixedRate !== undefined
+        ? RecordBudget.fixed(fixedRate, () => this.sampling.next())
+        : RecordBudget.budget(this.spec.load.recordsPerSecond);
     this.gate = options.gate ?? (() => true);
     this.contentCapChars = options.contentCapChars ?? 2048;
     this.shardHex = (this.shard.index & 0xffff).toString(16).padStart(4, '0');
@@ -237,6 +248,7 @@ class ShardEngine {
     if (signal.aborted) onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
 
+    this.health = new GeneratorHealthMonitor(maxInFlight);
     let windowStartMono = performance.now();
     const ticker = setInterval(() => {
       const now = performance.now();
@@ -301,6 +313,7 @@ class ShardEngine {
       this.timeoutTimer = null;
       signal.removeEventListener('abort', onAbort);
       this.emitWindow(windowStartMono, Math.max(1, Math.round(performance.now() - windowStartMono)));
+      this.health.close();
       this.encoder.drain();
       await this.driver.close().catch(() => undefined);
     }
@@ -315,9 +328,16 @@ class ShardEngine {
   private emitWindow(startMono: number, windowMs: number): void {
     const now = performance.now();
     this.slotAt(now);
-    for (const { phase, retired } of this.recorder.rotate(this.epochAt(startMono), windowMs, now)) {
+    const windows = this.recorder.rotate(this.epochAt(startMono), windowMs, now);
+    // The generator's health over this tick, on each window it closed.
+    const health = this.health?.sample(this.recordsInWindow, windowMs) ?? null;
+    this.recordsInWindow = 0;
+    // A client-bound window halves the record budget: records are the client's main extra work.
+    if (health !== null) this.records.adjust(clientBoundReason(health) !== null);
+    for (const { phase, retired } of windows) {
       if (phase.segment === 'measured') this.sloWatch?.add(retired);
       retired.counts.phase = phase;
+      if (health !== null) retired.counts.health = health;
       this.encoder.push(retired);
     }
     if (this.sloWatch && !this.stopped) {
@@ -443,6 +463,7 @@ class ShardEngine {
     this.cancels.add(cancel);
     this.armTimeout();
     this.inFlight++;
+    this.health?.observeSend(startMono - intendedMono, this.inFlight);
     const spanId = this.shardHex + seq.toString(16).padStart(12, '0');
     const traceId = traceIds.next();
     let outcome: DriverOutcome;
@@ -532,9 +553,9 @@ class ShardEngine {
         this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
       if (metric !== null) recordMs(this.intervalHistogram, metric);
     }
-    const rate = this.spec.load.recordSampleRate;
-    if (rate > 0 && (rate >= 1 || this.sampling.next() < rate)) {
+    if (this.records.take(sentMono + outcome.e2eMs)) {
       this.counts.recordsSampled++;
+      this.recordsInWindow++;
       const record: RequestRecord = {
         requestId,
         traceId,

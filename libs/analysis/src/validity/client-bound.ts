@@ -1,0 +1,85 @@
+import type { RootCauseCause, TelemetryWindow } from '@fathom/contracts';
+import { clientBoundReason } from '@fathom/load';
+
+/** A run is client-bound when at least this share of its judged windows were (our choice). */
+export const CLIENT_BOUND_WINDOW_SHARE = 0.5;
+
+export const CLIENT_BOUND_ADVICE = [
+  'lower load.recordsPerSecond (or drop load.recordSampleRate) so fewer requests become records',
+  'cut the load into more shards (load.shards) served by more load-generators, or give the client more cores',
+  'keep other work off the client cores (FATHOM_ENGINE_THREAD=worker, taskset), then run again',
+];
+
+export interface ClientBoundVerdict {
+  readonly windows: number;
+  readonly boundWindows: number;
+  readonly detail: string;
+  readonly figures: Record<string, number>;
+  readonly since: number;
+  readonly until: number;
+}
+
+/**
+ * Whether the generator, not the target, limited a run, from each window's health (`health` on
+ * the window; windows without it are not judged). Each shard's first and last windows (ramp,
+ * partial) are left out when it has three or more. Null: not client-bound, or nothing to judge.
+ */
+export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBoundVerdict | null {
+  const byShard = new Map<string, TelemetryWindow[]>();
+  for (const w of windows) {
+    if (!w.health) continue;
+    const key = `${w.generatorId}/${w.shard}`;
+    byShard.set(key, [...(byShard.get(key) ?? []), w]);
+  }
+  const judged: TelemetryWindow[] = [];
+  for (const list of byShard.values()) {
+    list.sort((a, b) => a.seq - b.seq);
+    judged.push(...(list.length >= 3 ? list.slice(1, -1) : list));
+  }
+  if (!judged.length) return null;
+  const bound = judged.filter((w) => clientBoundReason(w.health!) !== null);
+  if (bound.length / judged.length < CLIENT_BOUND_WINDOW_SHARE) return null;
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)];
+  };
+  const utilization = median(judged.map((w) => w.health!.loopUtilization));
+  const delayP99 = Math.max(...judged.map((w) => w.health!.loopDelayP99Ms));
+  const cpuBusy = median(judged.map((w) => w.health!.cpuBusy));
+  const sendLate = Math.max(...judged.map((w) => w.health!.sendLateP99Ms));
+  const reasons = [...new Set(bound.map((w) => clientBoundReason(w.health!)!.replace(/[\d.]+/g, 'N')))];
+  const detail =
+    `the client limited this run in ${bound.length} of ${judged.length} windows ` +
+    `(engine thread busy ${(utilization * 100).toFixed(0)} % median, event-loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
+    `host CPU busy ${(cpuBusy * 100).toFixed(0)} %, send lateness P99 up to ${sendLate.toFixed(1)} ms): ` +
+    `its figures describe the generator, not the target${reasons.length ? `; windows flagged for ${reasons.join(', ').replace(/N/g, '...')}` : ''}`;
+  return {
+    windows: judged.length,
+    boundWindows: bound.length,
+    detail,
+    figures: {
+      windows: judged.length,
+      boundWindows: bound.length,
+      loopUtilizationMedian: utilization,
+      loopDelayP99MaxMs: delayP99,
+      cpuBusyMedian: cpuBusy,
+      sendLateP99MaxMs: sendLate,
+    },
+    since: Math.min(...bound.map((w) => w.windowStart)),
+    until: Math.max(...bound.map((w) => w.windowStart + w.windowMs)),
+  };
+}
+
+/** The root cause a client-bound run names, alone: no target cause is claimed from its figures. */
+export function clientBoundRootCause(verdict: ClientBoundVerdict): RootCauseCause {
+  return {
+    kind: 'client-bound',
+    title: 'The load generator, not the target, limited this run',
+    confidence: Math.min(1, verdict.boundWindows / verdict.windows),
+    since: verdict.since,
+    until: verdict.until,
+    evidence: [verdict.detail],
+    figures: verdict.figures,
+    advice: CLIENT_BOUND_ADVICE,
+  };
+}

@@ -54,8 +54,13 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     this.metrics = new LoadMetrics(registry);
   }
 
+  /** Resolves once the engine the next shard takes is loaded (a host may wait before a run). */
+  warm(): Promise<void> {
+    return this.engine.warm();
+  }
+
   async onModuleInit(): Promise<void> {
-    this.engine.warm();
+    void this.engine.warm();
     this.subscriptions.push(
       ...(await subscribeAll(this.bus, 'load-generator', [
         consume(Topics.runShard, (c) => this.onShard(c), { fromBeginning: true }),

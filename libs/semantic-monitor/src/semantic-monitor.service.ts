@@ -503,6 +503,16 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
    * it and a service that never sees a run loads nothing; by the first sample (a telemetry flush
    * later) the load is underway off this thread, costing CPU but never a stall here.
    */
+  /**
+   * Loads the embedding model now rather than with the first run, and resolves once it is loaded
+   * (or cannot be, or embeddings are off): a host about to measure a run (`fathom run`) waits for
+   * it, so the model's load is not paid from the run's CPU.
+   */
+  async warmEmbedder(): Promise<void> {
+    this.startEmbedder();
+    await this.worker?.ready().catch(() => undefined);
+  }
+
   private startEmbedder(): void {
     if (this.worker) return;
     const choice = this.settings.FATHOM_SEMANTIC_EMBEDDER;

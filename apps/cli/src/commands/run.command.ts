@@ -127,6 +127,8 @@ async function runEmbedded(
       // Ctrl-C aborts the run (onInterrupt), then the app closes below.
       shutdownHooks: false,
     });
+    // The engine's worker and the embedding model load before the run, not from its CPU.
+    await fathom.warm();
     const submitted = await fathom.campaigns.submit(input, 'cli').catch((error: unknown) => {
       throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
     });

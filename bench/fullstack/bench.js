@@ -152,7 +152,7 @@ async function main() {
   );
   const target = await startTarget();
   try {
-    for (const mode of modes) {
+    for (const mode of rounds > 0 ? modes : []) {
       const ratios = { throughput: [], p50: [] };
       console.log(
         `\n${mode === 'json' ? 'non-streamed (peer: autocannon)' : 'streamed, 16 tokens (peer: bare undici SSE reader)'}`,

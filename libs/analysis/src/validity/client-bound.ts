@@ -1,13 +1,13 @@
 import type { RootCauseCause, TelemetryWindow } from '@fathom/contracts';
-import { clientBoundReason } from '@fathom/load';
+import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
 
 /** A run is client-bound when at least this share of its judged windows were (our choice). */
 export const CLIENT_BOUND_WINDOW_SHARE = 0.5;
 
 export const CLIENT_BOUND_ADVICE = [
-  'lower load.recordsPerSecond (or drop load.recordSampleRate) so fewer requests become records',
-  'cut the load into more shards (load.shards) served by more load-generators, or give the client more cores',
-  'keep other work off the client cores (FATHOM_ENGINE_THREAD=worker, taskset), then run again',
+  'lower load.recordsPerSecond',
+  'spread the load over more shards and load-generators, or more client cores',
+  'keep other work off the client cores',
 ];
 
 export interface ClientBoundVerdict {
@@ -47,12 +47,16 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
   const delayP99 = Math.max(...judged.map((w) => w.health!.loopDelayP99Ms));
   const cpuBusy = median(judged.map((w) => w.health!.cpuBusy));
   const sendLate = Math.max(...judged.map((w) => w.health!.sendLateP99Ms));
-  const reasons = [...new Set(bound.map((w) => clientBoundReason(w.health!)!.replace(/[\d.]+/g, 'N')))];
+  const busyWindows = bound.filter(
+    (w) => w.health!.loopUtilization >= CLIENT_BOUND_THRESHOLDS.loopUtilization,
+  ).length;
   const detail =
     `the client limited this run in ${bound.length} of ${judged.length} windows ` +
-    `(engine thread busy ${(utilization * 100).toFixed(0)} % median, event-loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
+    `(${busyWindows} with its engine thread >= ${CLIENT_BOUND_THRESHOLDS.loopUtilization * 100} % busy, ` +
+    `${bound.length - busyWindows} with event-loop delay P99 >= ${CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms} ms; ` +
+    `median busy ${(utilization * 100).toFixed(0)} %, loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
     `host CPU busy ${(cpuBusy * 100).toFixed(0)} %, send lateness P99 up to ${sendLate.toFixed(1)} ms): ` +
-    `its figures describe the generator, not the target${reasons.length ? `; windows flagged for ${reasons.join(', ').replace(/N/g, '...')}` : ''}`;
+    'its figures describe the generator, not the target';
   return {
     windows: judged.length,
     boundWindows: bound.length,

@@ -43,7 +43,7 @@ export function assessValidity(
   if (bound) {
     reasons.push({
       kind: 'client-bound',
-      detail: `${bound.detail}. Advice: ${CLIENT_BOUND_ADVICE.join('; ')}`,
+      detail: `${bound.detail}; advice: ${CLIENT_BOUND_ADVICE.join(', ')}`,
       figures: bound.figures,
     });
   }

@@ -32,6 +32,7 @@ import {
   judgeWholeRun,
   judgeClientBound,
   clientBoundRootCause,
+  rootCausesOfRun,
   buildRunReportDocument,
   buildRunSummary,
   diagnose,
@@ -500,12 +501,10 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
     const breakerChanges = of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt);
     const wholeRun = judgeWholeRun(state.timeline, tiers, breakerChanges);
-    const bound = judgeClientBound(state.timeline.windows);
-    const rootCauses = bound
-      ? [{ ...clientBoundRootCause(bound), namedAt: Date.now() }]
-      : live
-        ? live.causes.ranked()
-        : causesFromStored(of<RootCauseChange>('cause'));
+    const rootCauses = rootCausesOfRun(
+      state.timeline.windows,
+      live ? live.causes.ranked() : causesFromStored(of<RootCauseChange>('cause')),
+    );
     const validity = assessValidity(state.timeline.windows, state.timeline.digests, rootCauses.length > 0);
     const built = buildRunSummary({
       spec: spec as CampaignSpec | null,

@@ -1,4 +1,5 @@
 import type { RootCauseCause, TelemetryWindow } from '@fathom/contracts';
+import type { TrackedCause } from '../root-cause/root-cause.engine';
 import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
 
 /** A run is client-bound when at least this share of its judged windows were (our choice). */
@@ -86,4 +87,17 @@ export function clientBoundRootCause(verdict: ClientBoundVerdict): RootCauseCaus
     figures: verdict.figures,
     advice: CLIENT_BOUND_ADVICE,
   };
+}
+
+/**
+ * The causes a finished run reports: when the client limited it, `client-bound` alone (no target
+ * cause is claimed from figures the client shaped), else the causes tracked while it ran.
+ */
+export function rootCausesOfRun(
+  windows: readonly TelemetryWindow[],
+  tracked: readonly TrackedCause[],
+  now = Date.now(),
+): TrackedCause[] {
+  const bound = judgeClientBound(windows);
+  return bound ? [{ ...clientBoundRootCause(bound), namedAt: now }] : [...tracked];
 }

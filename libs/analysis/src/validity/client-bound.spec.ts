@@ -11,6 +11,7 @@ const idle: GeneratorHealth = {
   sendLateP99Ms: 0,
   inFlightMax: 16,
   concurrency: 16,
+  e2eP50Ms: 0.4,
   recordBudgetPerSec: 100,
 };
 const saturated: GeneratorHealth = { ...idle, loopUtilization: 0.99, cpuBusy: 1 };
@@ -53,6 +54,12 @@ describe(rootCausesOfRun.name, () => {
 });
 
 describe(judgeClientBound.name, () => {
+  it('weighs loop delay against what the window measured: 40 ms distorts 1 ms answers, not 2 s ones', () => {
+    const delayed = (e2eP50Ms: number) => ({ ...idle, loopDelayP99Ms: 40, e2eP50Ms });
+    expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(1))))).not.toBeNull();
+    expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(2000))))).toBeNull();
+  });
+
   it('leaves out each shard’s first and last window and windows without health', () => {
     const windows = windowsWith([saturated, idle, idle, idle, saturated]);
     expect(judgeClientBound(windows)).toBeNull();

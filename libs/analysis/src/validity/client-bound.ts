@@ -54,7 +54,7 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
   const detail =
     `the client limited this run in ${bound.length} of ${judged.length} windows ` +
     `(${busyWindows} with its engine thread >= ${CLIENT_BOUND_THRESHOLDS.loopUtilization * 100} % busy, ` +
-    `${bound.length - busyWindows} with event-loop delay P99 >= ${CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms} ms; ` +
+    `${bound.length - busyWindows} with event-loop delay P99 >= ${CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms} ms and a quarter of E2E P50; ` +
     `median busy ${(utilization * 100).toFixed(0)} %, loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
     `host CPU busy ${(cpuBusy * 100).toFixed(0)} %, send lateness P99 up to ${sendLate.toFixed(1)} ms): ` +
     'its figures describe the generator, not the target';

@@ -168,6 +168,8 @@ export const GeneratorHealthSchema = z.object({
   sendLateP99Ms: z.number().nonnegative(),
   inFlightMax: z.number().int().nonnegative(),
   concurrency: z.number().int().nonnegative(),
+  /** The window's E2E P50 (ms; 0 without requests): what a loop delay is weighed against. */
+  e2eP50Ms: z.number().nonnegative(),
   /** Per-request records taken per second in this window (what the record budget let through). */
   recordBudgetPerSec: z.number().nonnegative(),
 });

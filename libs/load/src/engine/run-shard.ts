@@ -329,8 +329,18 @@ class ShardEngine {
     const now = performance.now();
     this.slotAt(now);
     const windows = this.recorder.rotate(this.epochAt(startMono), windowMs, now);
-    // The generator's health over this tick, on each window it closed.
-    const health = this.health?.sample(this.recordsInWindow, windowMs) ?? null;
+    // The generator's health over this tick, on each window it closed; its loop delay is weighed
+    // against the E2E P50 of the busiest of them.
+    let e2eP50Ms = 0;
+    let most = 0;
+    for (const { retired } of windows) {
+      const e2e = retired.histograms[0];
+      if (e2e.totalCount > most) {
+        most = e2e.totalCount;
+        e2eP50Ms = e2e.getValueAtPercentile(50) / 1000;
+      }
+    }
+    const health = this.health?.sample(this.recordsInWindow, windowMs, e2eP50Ms) ?? null;
     this.recordsInWindow = 0;
     // A client-bound window halves the record budget: records are the client's main extra work.
     if (health !== null) this.records.adjust(clientBoundReason(health) !== null);

@@ -5,22 +5,29 @@ import { newLatencyHistogram, recordMs } from './latency-histogram.util';
 
 /**
  * When a window's figures describe the client rather than the target (our thresholds, not the
- * spec's): the engine's thread had no idle time left, or its timers ran late by more than a
- * typical inter-token gap (a neighbour took its core, or its own work queued up).
+ * spec's): the engine's thread had no idle time left, or its timers ran late by enough to move
+ * what it measured (a neighbour took its core, or its own work queued up): at least 20 ms and a
+ * quarter of the window's E2E P50. A 40 ms delay distorts 1 ms answers, not 2 s ones.
  */
 export const CLIENT_BOUND_THRESHOLDS = {
   /** Event-loop utilisation of the engine's thread at or above this: saturated. */
   loopUtilization: 0.95,
-  /** Event-loop delay P99 at or above this (ms): every time stamp may be off by as much. */
+  /** Event-loop delay P99 at or above this (ms)... */
   loopDelayP99Ms: 20,
+  /** ...and at least this share of the window's E2E P50. */
+  loopDelayShareOfE2e: 0.25,
 } as const;
 
 /** Whether one window's health says the client limited it; the reason, or null. */
 export function clientBoundReason(health: GeneratorHealth): string | null {
-  if (health.loopUtilization >= CLIENT_BOUND_THRESHOLDS.loopUtilization)
+  const t = CLIENT_BOUND_THRESHOLDS;
+  if (health.loopUtilization >= t.loopUtilization)
     return `engine thread busy ${(health.loopUtilization * 100).toFixed(0)} % of the window`;
-  if (health.loopDelayP99Ms >= CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms)
-    return `event-loop delay P99 ${health.loopDelayP99Ms.toFixed(1)} ms`;
+  if (
+    health.loopDelayP99Ms >= t.loopDelayP99Ms &&
+    health.loopDelayP99Ms >= t.loopDelayShareOfE2e * health.e2eP50Ms
+  )
+    return `event-loop delay P99 ${health.loopDelayP99Ms.toFixed(1)} ms against E2E P50 ${health.e2eP50Ms.toFixed(1)} ms`;
   return null;
 }
 
@@ -46,8 +53,11 @@ export class GeneratorHealthMonitor {
     if (inFlight > this.inFlightMax) this.inFlightMax = inFlight;
   }
 
-  /** The window since the last sample (`records` published in its `windowMs`); starts the next one. */
-  sample(records: number, windowMs: number): GeneratorHealth {
+  /**
+   * The window since the last sample (`records` published in its `windowMs`, its E2E P50);
+   * starts the next one.
+   */
+  sample(records: number, windowMs: number, e2eP50Ms: number): GeneratorHealth {
     const utilization = performance.eventLoopUtilization(this.utilization);
     this.utilization = performance.eventLoopUtilization();
     const times = hostCpuTimes();
@@ -63,6 +73,7 @@ export class GeneratorHealthMonitor {
       sendLateP99Ms: this.late.totalCount ? this.late.getValueAtPercentile(99) / 1000 : 0,
       inFlightMax: this.inFlightMax,
       concurrency: this.concurrency,
+      e2eP50Ms,
       recordBudgetPerSec: windowMs > 0 ? (records * 1000) / windowMs : 0,
     };
     this.delay.reset();

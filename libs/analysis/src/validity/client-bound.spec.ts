@@ -54,8 +54,8 @@ describe(rootCausesOfRun.name, () => {
 });
 
 describe(judgeClientBound.name, () => {
-  it('weighs loop delay against what the window measured: 40 ms distorts 1 ms answers, not 2 s ones', () => {
-    const delayed = (e2eP50Ms: number) => ({ ...idle, loopDelayP99Ms: 40, e2eP50Ms });
+  it('weighs loop delay against what the window measured: 60 ms distorts 1 ms answers, not 2 s ones', () => {
+    const delayed = (e2eP50Ms: number) => ({ ...idle, loopDelayP99Ms: 60, e2eP50Ms });
     expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(1))))).not.toBeNull();
     expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(2000))))).toBeNull();
   });
@@ -64,5 +64,6 @@ describe(judgeClientBound.name, () => {
     const windows = windowsWith([saturated, idle, idle, idle, saturated]);
     expect(judgeClientBound(windows)).toBeNull();
     expect(judgeClientBound(windows.map(({ health: _, ...w }) => w))).toBeNull();
+    expect(judgeClientBound(windowsWith([saturated, saturated]))).toBeNull();
   });
 });

@@ -23,7 +23,8 @@ export interface ClientBoundVerdict {
 /**
  * Whether the generator, not the target, limited a run, from each window's health (`health` on
  * the window; windows without it are not judged). Each shard's first and last windows (ramp,
- * partial) are left out when it has three or more. Null: not client-bound, or nothing to judge.
+ * partial) are left out, so a shard with fewer than three is not judged. Null: not client-bound,
+ * or nothing to judge.
  */
 export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBoundVerdict | null {
   const byShard = new Map<string, TelemetryWindow[]>();
@@ -34,8 +35,10 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
   }
   const judged: TelemetryWindow[] = [];
   for (const list of byShard.values()) {
+    // The first window holds the ramp (connections, JIT), the last is partial: judged only between.
+    if (list.length < 3) continue;
     list.sort((a, b) => a.seq - b.seq);
-    judged.push(...(list.length >= 3 ? list.slice(1, -1) : list));
+    judged.push(...list.slice(1, -1));
   }
   if (!judged.length) return null;
   const bound = judged.filter((w) => clientBoundReason(w.health!) !== null);
@@ -54,7 +57,7 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
   const detail =
     `the client limited this run in ${bound.length} of ${judged.length} windows ` +
     `(${busyWindows} with its engine thread >= ${CLIENT_BOUND_THRESHOLDS.loopUtilization * 100} % busy, ` +
-    `${bound.length - busyWindows} with event-loop delay P99 >= ${CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms} ms and a quarter of E2E P50; ` +
+    `${bound.length - busyWindows} with event-loop delay P99 >= ${CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms} ms and half the E2E P50; ` +
     `median busy ${(utilization * 100).toFixed(0)} %, loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
     `host CPU busy ${(cpuBusy * 100).toFixed(0)} %, send lateness P99 up to ${sendLate.toFixed(1)} ms): ` +
     'its figures describe the generator, not the target';

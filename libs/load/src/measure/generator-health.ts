@@ -6,16 +6,16 @@ import { newLatencyHistogram, recordMs } from './latency-histogram.util';
 /**
  * When a window's figures describe the client rather than the target (our thresholds, not the
  * spec's): the engine's thread had no idle time left, or its timers ran late by enough to move
- * what it measured (a neighbour took its core, or its own work queued up): at least 20 ms and a
- * quarter of the window's E2E P50. A 40 ms delay distorts 1 ms answers, not 2 s ones.
+ * what it measured (a neighbour took its core, or its own work queued up): at least 50 ms and half
+ * the window's E2E P50. A 60 ms delay distorts 1 ms answers, not 2 s ones.
  */
 export const CLIENT_BOUND_THRESHOLDS = {
   /** Event-loop utilisation of the engine's thread at or above this: saturated. */
   loopUtilization: 0.95,
   /** Event-loop delay P99 at or above this (ms)... */
-  loopDelayP99Ms: 20,
+  loopDelayP99Ms: 50,
   /** ...and at least this share of the window's E2E P50. */
-  loopDelayShareOfE2e: 0.25,
+  loopDelayShareOfE2e: 0.5,
 } as const;
 
 /** Whether one window's health says the client limited it; the reason, or null. */

@@ -123,7 +123,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
       requests,
       records: sum(
         evidence.lifecycle.filter((l) => l.phase !== 'shard-started'),
-        (l) => l.counts.recordsPublished,
+        (l) => l.counts?.recordsPublished ?? 0,
       ),
       semanticChecked: evidence.tokenStats.length,
       embedded: evidence.embedded ?? null,

@@ -48,6 +48,8 @@ describe('five services over Kafka and PostgreSQL', () => {
       KAFKA_MAX_WAIT_MS: '200',
       DATABASE_URL: ADMIN_URL.replace(/\/[^/]*$/, `/${database}`),
       FATHOM_ANALYZER_SETTLE_MS: '20000',
+      // A killed generator's run is reported partial 10 s after its planned end (default 45 s).
+      FATHOM_ANALYZER_SHARD_SILENCE_MS: '10000',
       FATHOM_GPU_SCRAPE_MS: '500',
     };
     // The database is migrated by whichever of orchestrator and analyzer opens it first.
@@ -105,7 +107,7 @@ describe('five services over Kafka and PostgreSQL', () => {
         const res = await request(`${api}/v1/runs/${runId}`);
         run = (await res.body.json()) as RunView;
         return (
-          ['completed', 'failed', 'aborted'].includes(run.status) &&
+          ['completed', 'partial', 'failed', 'aborted'].includes(run.status) &&
           (run.summary !== null || run.status === 'failed')
         );
       },
@@ -194,6 +196,66 @@ describe('five services over Kafka and PostgreSQL', () => {
     expect(run.summary!.requests).toBe(counts.finished);
     expect(run.summary!.requests).toBeGreaterThan(0);
   });
+
+  /** Requests the simulated target says it served: the sum of its `vllm:request_success_total`. */
+  async function servedByTarget(): Promise<number> {
+    const text = await (await request(`${sim.url}/metrics`)).body.text();
+    let total = 0;
+    for (const line of text.split('\n'))
+      if (line.startsWith('vllm:request_success_total')) total += Number(line.split(' ').pop());
+    return total;
+  }
+
+  it('counts what the target served through a generator kill, a broker restart and a PostgreSQL connection drop', async () => {
+    if (!services.has('load-generator-2'))
+      services.set(
+        'load-generator-2',
+        await startServiceProcess('load-generator', { ...env, KAFKA_CLIENT_ID: 'load-generator-2' }),
+      );
+    const servedBefore = await servedByTarget();
+    // 12 shards over 3 partitions: both generators own some (all on one: p < 0.5 %).
+    const created = await post(campaign({ load: { concurrency: 12, durationMs: 9000, shards: 12 } }));
+    const runId = created.body.runId as string;
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    await pause(2500);
+    await services.get('load-generator-2')!.kill();
+    services.delete('load-generator-2');
+    await pause(500);
+    await broker.down();
+    await pause(4000);
+    await broker.up();
+    const admin = new Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    try {
+      const { rowCount } = await admin.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
+        [database],
+      );
+      expect(rowCount).toBeGreaterThan(0);
+    } finally {
+      await admin.end();
+    }
+
+    const run = await finished(runId, 120_000);
+    const served = (await servedByTarget()) - servedBefore;
+    const s = run.summary!;
+
+    // The dead generator's shards are named (one it took but had not started yet has no
+    // generator), and what it measured before it died is kept.
+    expect(run.status).toBe('partial');
+    expect(s.telemetry?.shardsMissing.length).toBeGreaterThan(0);
+    expect(run.reason).toMatch(/stopped reporting|never started/);
+    // Nothing the surviving generator sent was lost to the broker restart or the dropped connections.
+    expect(s.telemetry?.requestsMissing).toBe(0);
+    expect(s.errors).toBe(0);
+    // Against the target's own count: only the dead generator's last second and its requests in
+    // flight are missing.
+    expect(s.requests).toBeLessThanOrEqual(served);
+    expect(s.requests).toBeGreaterThanOrEqual(served * 0.85);
+    const report = await request(`${api}/v1/runs/${runId}/report`);
+    expect(report.statusCode).toBe(200);
+    await report.body.dump();
+  }, 180_000);
 
   it('dead-letters a malformed message on every topic and keeps consuming', async () => {
     const bus: Bus = createBus({

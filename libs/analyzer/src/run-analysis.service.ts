@@ -6,7 +6,6 @@ import {
   envelope,
   type BreakerChange,
   type CampaignSpec,
-  type DetectorSignal,
   type GpuTelemetry,
   type RequestTelemetry,
   type RootCauseChange,
@@ -15,11 +14,9 @@ import {
   type SemanticSignal,
   type SloTierChange,
   type TelemetryWindow,
-  type TokenStatsSignal,
   Detectors,
   type DetectorName,
 } from '@fathom/contracts';
-import type { JsonValue } from '@fathom/storage';
 import {
   BreakerBoard,
   DEFAULT_ROOT_CAUSE_OPTIONS,
@@ -27,30 +24,31 @@ import {
   RootCauseTracker,
   RunTimeline,
   TierHysteresis,
-  assessValidity,
   tierPolicyFor,
-  judgeWholeRun,
   judgeClientBound,
   clientBoundRootCause,
-  rootCausesOfRun,
-  buildRunReportDocument,
-  buildRunSummary,
   diagnose,
   digestRecord,
   evaluateTiers,
   type BreakerKey,
   type BreakerTransition,
   type ObjectiveResult,
-  type RecordDigest,
   type RootCauseOptions,
   type TierPolicyConfig,
   type TrackedCause,
 } from '@fathom/analysis';
+import {
+  RunEventStore,
+  timelineOf,
+  type DigestBatch,
+  type StoredKind,
+  type TierPublished,
+} from './run-event.store';
+import { RunReportFinalizer, stripNamedAt, type LiveRuns } from './run-report.finalizer';
 import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
 import { isStaleShardCommand } from '@fathom/contracts';
 import { ANALYZER_SETTINGS, type AnalyzerSettings } from './analyzer.settings';
 
-const SETTLE_POLL_MS = 200;
 /** Live verdicts are recomputed at most this often per run (ms). */
 const EVALUATE_EVERY_MS = 500;
 /** Consecutive saturated DCGM scrapes that open the LLM breaker of a node. */
@@ -64,32 +62,13 @@ const BREAKER_SIGNALS: Partial<Record<DetectorName, string>> = {
   [Detectors.promptExplosion]: 'llm',
 };
 
-/** `token-stats` apart from the other semantic signals: the settle check counts them against the records published. */
-type StoredKind =
-  | 'shard-command'
-  | 'window'
-  | 'lifecycle'
-  | 'token-stats'
-  | 'semantic'
-  | 'gpu'
-  | 'tier'
-  | 'tier-published'
-  | 'digest'
-  | 'breaker'
-  | 'cause';
-
-/** Stored after a tier change was published (the change itself is stored before publishing). */
-type TierPublished = {
-  tierEventId: string;
-};
-
-interface DigestBatch {
-  id: string;
-  runId: string;
-  campaignId: string;
-  emittedAt: number;
-  digests: RecordDigest[];
-}
+/**
+ * What a live run keeps beyond its head: the longest span anything judges it over (the slow tier
+ * pair's 5 min by default) plus a margin. Older evidence is read back from storage for the report.
+ */
+const LIVE_MARGIN_MS = 60_000;
+/** A live timeline is pruned at most this often (ms of evidence time). */
+const PRUNE_EVERY_MS = 10_000;
 
 /** Live state of one run; rebuilt from storage when the analyzer restarts mid-run. */
 interface RunState {
@@ -110,34 +89,57 @@ interface RunState {
   lastEvaluatedAt: number;
   evaluateTimer: NodeJS.Timeout | null;
   dramSaturatedScrapes: number;
+  /** Evidence time of the last prune. */
+  prunedAt: number;
 }
 
 /**
- * Joins everything of a run: stores every event it consumes (idempotently, by event id, before
- * the offset is committed) and, while the run goes, keeps its evidence on a timeline from which
- * it derives tiers (multi-window, with hysteresis), circuit breakers and ranked root causes,
- * publishing every change. Once every shard has finished and its trailing telemetry arrived it
- * builds the summary and the versioned report document from what was stored, so an analyzer
- * killed mid-run and restarted loses nothing.
+ * The analyzer service: wires the bus to its three jobs and delegates.
+ * - `RunEventStore`: every event it consumes is stored (idempotently, by event id) before the
+ *   offset is committed, so an analyzer killed mid-run and restarted loses nothing.
+ * - live judgement (here): while a run goes, its recent evidence (and its head, the baseline)
+ *   sits on a pruned timeline from which tiers (multi-window, with hysteresis), circuit breakers
+ *   and ranked root causes are derived, every change published; memory stays flat however long
+ *   the run lasts.
+ * - `RunReportFinalizer`: once every shard ended (or the run went silent with a shard that never
+ *   did: `partial`), the summary and the versioned report from what was stored.
  */
 @Injectable()
 export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RunAnalysisService.name);
   private readonly subscriptions: Subscription[] = [];
   private readonly states = new Map<string, RunState>();
-  private readonly finalizing = new Set<string>();
-  private readonly settleMs: number;
   private readonly causeOptions: RootCauseOptions = DEFAULT_ROOT_CAUSE_OPTIONS;
+  private readonly store: RunEventStore;
+  private readonly finalizer: RunReportFinalizer;
   private closed = false;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
-    private readonly events: RunEventRepository,
-    private readonly reports: RunReportRepository,
-    private readonly runs: RunRepository,
+    events: RunEventRepository,
+    reports: RunReportRepository,
+    runs: RunRepository,
     @Inject(ANALYZER_SETTINGS) settings: AnalyzerSettings,
   ) {
-    this.settleMs = settings.FATHOM_ANALYZER_SETTLE_MS;
+    this.store = new RunEventStore(events);
+    const live: LiveRuns = {
+      finalEvaluation: (runId) => this.finalEvaluation(runId),
+      forget: (runId) => this.forget(runId),
+      liveRunIds: () => [...this.states.keys()],
+    };
+    this.finalizer = new RunReportFinalizer(
+      bus,
+      this.store,
+      reports,
+      runs,
+      live,
+      {
+        settleMs: settings.FATHOM_ANALYZER_SETTLE_MS,
+        silenceMs: settings.FATHOM_ANALYZER_SHARD_SILENCE_MS,
+        stallMs: this.causeOptions.stallMs,
+      },
+      this.logger,
+    );
   }
 
   async onModuleInit(): Promise<void> {
@@ -151,26 +153,20 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         consume(Topics.runLifecycle, (e) => this.onLifecycle(e)),
       ])),
     );
-    // Resume runs a previous analyzer left unfinished.
-    for (const status of ['pending', 'running'] as const) {
-      for (const run of await this.runs.list({ status })) void this.maybeFinalize(run.id);
-    }
+    // Resume runs a previous analyzer left unfinished, and watch for runs that go silent.
+    void this.finalizer.sweep();
+    this.finalizer.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
+    this.finalizer.close();
     for (const state of this.states.values()) if (state.evaluateTimer) clearTimeout(state.evaluateTimer);
     await Promise.all(this.subscriptions.map((s) => s.close()));
   }
 
-  private async store(
-    kind: StoredKind,
-    topic: string,
-    event: { id: string; runId: string; emittedAt: number },
-  ): Promise<void> {
-    await this.events.appendMany([
-      { eventId: event.id, runId: event.runId, topic, kind, occurredAt: event.emittedAt, payload: event },
-    ]);
+  private save(kind: StoredKind, topic: string, event: { id: string; runId: string; emittedAt: number }) {
+    return this.store.save(kind, topic, event);
   }
 
   private newState(campaignId: string, spec: CampaignSpec | null): RunState {
@@ -187,6 +183,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       lastEvaluatedAt: 0,
       evaluateTimer: null,
       dramSaturatedScrapes: 0,
+      prunedAt: 0,
     };
   }
 
@@ -210,16 +207,16 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async restore(runId: string, state: RunState): Promise<void> {
-    const stored = await this.events.listByRun(runId);
+    const stored = await this.store.list(runId);
     const tierChanges: SloTierChange[] = [];
     const published = new Set<string>();
+    const timeline = timelineOf(stored);
+    for (const w of timeline.windows) state.timeline.addWindow(w);
+    state.timeline.addDigests(timeline.digests);
+    for (const d of timeline.detectors) state.timeline.addDetector(d);
     for (const e of stored) {
       if (e.kind === 'shard-command') state.spec ??= (e.payload as RunShardCommand).spec;
-      else if (e.kind === 'window') state.timeline.addWindow(e.payload as TelemetryWindow);
-      else if (e.kind === 'digest') state.timeline.addDigests((e.payload as unknown as DigestBatch).digests);
       else if (e.kind === 'gpu') state.timeline.addGpu(e.payload as GpuTelemetry);
-      else if (e.kind === 'semantic' && (e.payload as SemanticSignal).kind === 'detector')
-        state.timeline.addDetector(e.payload as DetectorSignal);
       else if (e.kind === 'tier') tierChanges.push(e.payload as SloTierChange);
       else if (e.kind === 'tier-published')
         published.add((e.payload as unknown as TierPublished).tierEventId);
@@ -246,28 +243,19 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   /** Publishes a stored tier change, then records that it was published. */
   private async publishTier(event: SloTierChange): Promise<void> {
     await this.bus.publish(Topics.sloTier, event);
-    const marker: TierPublished = { tierEventId: event.id };
-    await this.events.appendMany([
-      {
-        eventId: `${event.id}:published`,
-        runId: event.runId,
-        topic: Topics.sloTier.name,
-        kind: 'tier-published' satisfies StoredKind,
-        occurredAt: event.emittedAt,
-        payload: marker,
-      },
-    ]);
+    await this.store.markTierPublished(event);
   }
 
   private async onShard(command: RunShardCommand): Promise<void> {
     if (isStaleShardCommand(command)) return;
-    await this.store('shard-command', Topics.runShard.name, command);
+    await this.save('shard-command', Topics.runShard.name, command);
     const state = await this.state(command.runId, command.campaignId);
     state.spec ??= command.spec;
   }
 
   private async onWindow(window: TelemetryWindow): Promise<void> {
-    await this.store('window', Topics.telemetryWindow.name, window);
+    await this.save('window', Topics.telemetryWindow.name, window);
+    this.finalizer.heard(window.runId);
     const state = await this.state(window.runId, window.campaignId);
     state.timeline.addWindow(window);
     this.scheduleEvaluation(window.runId, state);
@@ -275,7 +263,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
 
   private async onRecords(batch: RequestTelemetry): Promise<void> {
     const state = await this.state(batch.runId, batch.campaignId);
-    state.spec ??= await this.storedSpec(batch.runId);
+    state.spec ??= await this.store.spec(batch.runId);
     if (!state.spec) return; // a run the analyzer never saw planned: nothing to attribute calls to
     const digests = batch.records.map((r) => digestRecord(r, state.spec!));
     const stored: DigestBatch = {
@@ -285,7 +273,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       emittedAt: batch.emittedAt,
       digests,
     };
-    await this.store('digest', Topics.requestTelemetry.name, stored);
+    await this.save('digest', Topics.requestTelemetry.name, stored);
     state.timeline.addDigests(digests);
     const node = nodeOf(state.spec);
     const transitions: BreakerTransition[] = [];
@@ -307,7 +295,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async onSemantic(signal: SemanticSignal): Promise<void> {
-    await this.store(
+    await this.save(
       signal.kind === 'token-stats' ? 'token-stats' : 'semantic',
       Topics.semanticSignal.name,
       signal,
@@ -327,7 +315,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async onGpu(scrape: GpuTelemetry): Promise<void> {
-    await this.store('gpu', Topics.gpuTelemetry.name, scrape);
+    await this.save('gpu', Topics.gpuTelemetry.name, scrape);
     const state = await this.state(scrape.runId, scrape.campaignId);
     state.timeline.addGpu(scrape);
     const dram = scrape.samples.filter((s) => s.metric === 'dram_active_ratio').map((s) => s.value);
@@ -360,16 +348,10 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     }, wait);
   }
 
-  /** The stored spec of a run (its first shard command), or null when none was stored. */
-  private async storedSpec(runId: string): Promise<CampaignSpec | null> {
-    const command = (await this.events.listByRun(runId, { topic: Topics.runShard.name }))[0];
-    return (command?.payload as RunShardCommand | undefined)?.spec ?? null;
-  }
-
   /** Fixes the run's tier policy from its spec once known; a provisional tier is judged again. */
   private async resolveTierPolicy(runId: string, state: RunState): Promise<void> {
     if (state.tierPolicyFromSpec) return;
-    state.spec ??= await this.storedSpec(runId);
+    state.spec ??= await this.store.spec(runId);
     if (!state.spec) return;
     const policy = tierPolicyFor(state.spec.slo.tiers);
     state.tierPolicyFromSpec = true;
@@ -382,6 +364,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private async evaluate(runId: string, state: RunState): Promise<void> {
     const now = state.timeline.latestMs;
     if (now === null) return;
+    this.prune(state, now);
     await this.publishBreakers(runId, state, state.breakers.tick(now));
     await this.resolveTierPolicy(runId, state);
     const tierEvaluation = evaluateTiers(
@@ -400,7 +383,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         figures: { ...change.figures, breakerTripsPerMinute: state.breakers.tripsPerMinute(now) },
         ...(change.objective ? { objective: change.objective } : {}),
       };
-      await this.store('tier', Topics.sloTier.name, event);
+      await this.save('tier', Topics.sloTier.name, event);
       await this.publishTier(event);
     }
     const p99Budget = state.spec?.slo.p99Ms ?? this.causeOptions.p99BudgetMs;
@@ -416,7 +399,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         top: ranked[0]?.kind ?? null,
         causes: ranked.map(stripNamedAt),
       };
-      await this.store('cause', Topics.rootCause.name, event);
+      await this.save('cause', Topics.rootCause.name, event);
       await this.bus.publish(Topics.rootCause, event);
       if (ranked[0])
         this.logger.log(`run ${runId}: root cause ${ranked[0].kind} (${ranked[0].confidence.toFixed(2)})`);
@@ -438,117 +421,49 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         paths: [...t.paths],
         figures: t.figures,
       };
-      await this.store('breaker', Topics.breaker.name, event);
+      await this.save('breaker', Topics.breaker.name, event);
       await this.bus.publish(Topics.breaker, event);
     }
   }
 
   private async onLifecycle(event: RunLifecycle): Promise<void> {
-    await this.store('lifecycle', Topics.runLifecycle.name, event);
-    if (event.phase !== 'shard-started') void this.maybeFinalize(event.runId);
+    await this.save('lifecycle', Topics.runLifecycle.name, event);
+    this.finalizer.heard(event.runId);
+    if (event.phase !== 'shard-started') void this.finalizer.maybeFinalize(event.runId);
   }
 
-  /** Reports the run once every shard finished and its trailing telemetry arrived (or settleMs passed). */
-  private async maybeFinalize(runId: string): Promise<void> {
-    if (this.finalizing.has(runId)) return;
-    this.finalizing.add(runId);
-    try {
-      if (await this.reports.latest(runId)) return;
-      const deadline = Date.now() + this.settleMs;
-      for (;;) {
-        if (this.closed) return;
-        const lifecycle = (await this.events.listByRun(runId, { topic: Topics.runLifecycle.name })).map(
-          (e) => e.payload as RunLifecycle,
-        );
-        const shardCount = lifecycle[0]?.shard.count;
-        const ended = lifecycle.filter((l) => l.phase !== 'shard-started');
-        if (!shardCount || new Set(ended.map((l) => l.shard.index)).size < shardCount) return;
-        const expectedWindows = ended.reduce((n, l) => n + l.counts.windowsPublished, 0);
-        const expectedSignals = ended.reduce((n, l) => n + l.counts.recordsPublished, 0);
-        const windows = await this.events.countByRun(runId, { topic: Topics.telemetryWindow.name });
-        // One token-stats signal per published record; detector and goodput signals are extra.
-        const signals = await this.events.countByRun(runId, { kind: 'token-stats' });
-        if ((windows >= expectedWindows && signals >= expectedSignals) || Date.now() >= deadline) {
-          if (Date.now() >= deadline) {
-            this.logger.warn(
-              `run ${runId}: reporting with ${windows}/${expectedWindows} windows and ${signals}/${expectedSignals} token signals after ${this.settleMs} ms`,
-            );
-          }
-          await this.report(runId, lifecycle);
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
-      }
-    } catch (error) {
-      this.logger.error(`run ${runId}: could not build the report: ${(error as Error).message}`);
-    } finally {
-      this.finalizing.delete(runId);
-    }
+  /** Keeps the live timeline to its head (the baseline) and the longest span anything judges. */
+  private prune(state: RunState, now: number): void {
+    if (now - state.prunedAt < PRUNE_EVERY_MS) return;
+    state.prunedAt = now;
+    const start = state.timeline.startMs;
+    if (start === null) return;
+    const head = Math.max(
+      state.tierPolicy.warmupMs,
+      this.causeOptions.warmupMs + this.causeOptions.baselineMs,
+    );
+    const judged = Math.max(
+      this.causeOptions.recentMs,
+      ...state.tierPolicy.windows.map((w) => Math.max(w.longMs, w.shortMs)),
+    );
+    state.timeline.prune(start + head, now - judged - LIVE_MARGIN_MS);
   }
 
-  private async report(runId: string, lifecycle: RunLifecycle[]): Promise<void> {
-    const campaignId = lifecycle[0].campaignId;
+  /** A run's last live evaluation, before its report; its ranked causes (null: not live here). */
+  private async finalEvaluation(runId: string): Promise<TrackedCause[] | null> {
     const live = this.states.get(runId);
-    if (live?.evaluateTimer) clearTimeout(live.evaluateTimer);
-    if (live) await this.evaluate(runId, live);
-    const state = live ?? (await this.state(runId, campaignId));
-    const stored = await this.events.listByRun(runId);
-    const of = <T>(kind: StoredKind) => stored.filter((e) => e.kind === kind).map((e) => e.payload as T);
-    const spec = of<RunShardCommand>('shard-command')[0]?.spec ?? null;
-    const semantic = [...of<SemanticSignal>('token-stats'), ...of<SemanticSignal>('semantic')];
-    const run = await this.runs.get(runId);
-    const tierChanges = of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt);
-    const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
-    const breakerChanges = of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt);
-    const wholeRun = judgeWholeRun(state.timeline, tiers, breakerChanges);
-    const rootCauses = rootCausesOfRun(
-      state.timeline.windows,
-      live ? live.causes.ranked() : causesFromStored(of<RootCauseChange>('cause')),
-    );
-    const validity = assessValidity(state.timeline.windows, state.timeline.digests, rootCauses.length > 0);
-    const built = buildRunSummary({
-      spec: spec as CampaignSpec | null,
-      lifecycle,
-      windows: of<TelemetryWindow>('window'),
-      tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
-      detectorSignals: semantic.filter((s) => s.kind === 'detector').length,
-      gpu: of<GpuTelemetry>('gpu'),
-      tierChanges,
-      aborted: run?.status === 'aborted',
-      wholeRun,
-      embedded:
-        semantic.find(
-          (s): s is DetectorSignal => s.kind === 'detector' && s.detector === Detectors.semanticGoodput,
-        )?.figures.embedded ?? null,
-    });
-    const summary = { ...built, validity };
-    const document = buildRunReportDocument({
-      runId,
-      campaignId,
-      summary,
-      timeline: state.timeline,
-      tiers,
-      tierChanges,
-      breakerChanges,
-      rootCauses,
-      validity,
-      stallMs: this.causeOptions.stallMs,
-      gpu: of<GpuTelemetry>('gpu'),
-      spec,
-      tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
-    });
-    const saved = await this.reports.save(runId, document as unknown as JsonValue);
-    await this.bus.publish(Topics.runReport, {
-      ...envelope(campaignId, runId),
-      summary,
-      reportVersion: saved.version,
-      validity,
-      rootCauses: rootCauses.map(stripNamedAt),
-    });
+    if (!live) return null;
+    await live.restored;
+    if (live.evaluateTimer) clearTimeout(live.evaluateTimer);
+    live.evaluateTimer = null;
+    await this.evaluate(runId, live);
+    return live.causes.ranked();
+  }
+
+  private forget(runId: string): void {
+    const state = this.states.get(runId);
+    if (state?.evaluateTimer) clearTimeout(state.evaluateTimer);
     this.states.delete(runId);
-    this.logger.log(
-      `run ${runId}: reported (${summary.requests} requests, tier ${summary.tier ?? 'n/a'}, ${rootCauses.length} causes, ${validity.valid ? 'valid' : 'invalid'})`,
-    );
   }
 }
 
@@ -568,23 +483,4 @@ function missOf(change: SloTierChange): ObjectiveResult | null {
     ok: false,
     text: change.reason,
   };
-}
-
-function stripNamedAt(cause: TrackedCause): Omit<TrackedCause, 'namedAt'> {
-  const { namedAt: _namedAt, ...rest } = cause;
-  return rest;
-}
-
-/** After a restart: each kind's strongest stored verdict, named when it was first published. */
-function causesFromStored(changes: RootCauseChange[]): TrackedCause[] {
-  const byKind = new Map<string, TrackedCause>();
-  for (const change of changes.sort((a, b) => a.emittedAt - b.emittedAt)) {
-    for (const cause of change.causes) {
-      const seen = byKind.get(cause.kind);
-      if (!seen) byKind.set(cause.kind, { ...cause, namedAt: change.emittedAt });
-      else if (cause.confidence > seen.confidence)
-        byKind.set(cause.kind, { ...cause, namedAt: seen.namedAt });
-    }
-  }
-  return [...byKind.values()].sort((a, b) => b.confidence - a.confidence);
 }

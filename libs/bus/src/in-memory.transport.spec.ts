@@ -89,6 +89,32 @@ describe(InMemoryBus.name, () => {
     expect(late.items.map((e) => e.counts.sent)).toEqual([17, 18, 19]);
   });
 
+  it('bounds what it keeps for late groups by bytes as well as by count', async () => {
+    const one = Buffer.byteLength(JSON.stringify(lifecycleEvent(campaignId, 'run-1', 0)));
+    const bus = new InMemoryBus({
+      logger: recordingBusLogger(),
+      partitions: 1,
+      retainPerPartition: 1000,
+      retainBytesPerPartition: Math.floor(one * 2.5),
+    });
+    try {
+      const consumed = new Inbox<RunLifecycle>();
+      await bus.subscribe(Topics.runLifecycle, { group: 'live' }, (e) => consumed.push(e));
+      for (let sent = 0; sent < 50; sent++)
+        await bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
+      await consumed.until((items) => items.length === 50, '50 events');
+      await new Promise((wake) => setTimeout(wake, 10));
+      const late = new Inbox<RunLifecycle>();
+      await bus.subscribe(Topics.runLifecycle, { group: 'late', fromBeginning: true }, (e) => late.push(e));
+      await late.until((items) => items.length >= 1, 'the retained tail');
+      await late.quietFor(50);
+      // Count retention alone would keep all 50; 2.5 events' worth of bytes keeps the last 2.
+      expect(late.items.map((e) => e.counts.sent)).toEqual([48, 49]);
+    } finally {
+      await bus.close();
+    }
+  });
+
   it('waits for the message in flight when a subscription closes', async () => {
     let release!: () => void;
     const gate = new Promise<void>((open) => (release = open));

@@ -16,6 +16,11 @@ export interface InMemoryBusOptions {
    * subscribed group has not consumed yet are kept regardless, so a slow consumer loses nothing.
    */
   readonly retainPerPartition?: number;
+  /**
+   * Bytes (encoded values) kept per partition on the same terms: with telemetry batches of up to
+   * 64 KB, 10,000 messages could hold most of a gigabyte per partition in a long run.
+   */
+  readonly retainBytesPerPartition?: number;
   /** Event ids remembered per group for idempotency. */
   readonly seenIdsCapacity?: number;
   readonly retryBackoffMs?: (attempt: number) => number;
@@ -32,6 +37,22 @@ class PartitionLog {
   /** Offset of messages[0]; grows as retention trims the head. */
   startOffset = 0;
   readonly messages: StoredMessage[] = [];
+  /** Sum of the kept messages' value lengths. */
+  bytes = 0;
+
+  append(message: StoredMessage): void {
+    this.messages.push(message);
+    this.bytes += message.value.length;
+  }
+
+  /** The lowest offset that keeps at most `maxMessages` messages and `maxBytes` bytes. */
+  retainFrom(maxMessages: number, maxBytes: number): number {
+    let from = Math.max(this.startOffset, this.endOffset - maxMessages);
+    let bytes = this.bytes;
+    for (let i = 0; i < from - this.startOffset; i++) bytes -= this.messages[i].value.length;
+    while (bytes > maxBytes && from < this.endOffset) bytes -= this.at(from++).value.length;
+    return from;
+  }
 
   get endOffset(): number {
     return this.startOffset + this.messages.length;
@@ -44,6 +65,7 @@ class PartitionLog {
   trimBelow(offset: number): void {
     const drop = Math.min(offset - this.startOffset, this.messages.length);
     if (drop <= 0) return;
+    for (let i = 0; i < drop; i++) this.bytes -= this.messages[i].value.length;
     this.messages.splice(0, drop);
     this.startOffset += drop;
   }
@@ -109,12 +131,14 @@ export class InMemoryBus implements Bus {
   private readonly pendingDelivery = new Set<TopicLog>();
   private readonly partitionCount: number;
   private readonly retainPerPartition: number;
+  private readonly retainBytesPerPartition: number;
   private readonly logger: BusLogger;
   private closed = false;
 
   constructor(private readonly options: InMemoryBusOptions = {}) {
     this.partitionCount = options.partitions ?? 3;
     this.retainPerPartition = options.retainPerPartition ?? 10_000;
+    this.retainBytesPerPartition = options.retainBytesPerPartition ?? 8 * 1024 * 1024;
     this.logger = options.logger ?? consoleBusLogger;
     if (!Number.isInteger(this.partitionCount) || this.partitionCount < 1) {
       throw new RangeError(`partitions must be a positive integer, got ${options.partitions}`);
@@ -243,7 +267,7 @@ export class InMemoryBus implements Bus {
     value: Buffer,
   ): void {
     const log = this.topicLog(topicName);
-    log.partitions[log.partitionFor(key)].messages.push({ key, headers, value });
+    log.partitions[log.partitionFor(key)].append({ key, headers, value });
     this.scheduleDelivery(log);
   }
 
@@ -304,7 +328,7 @@ export class InMemoryBus implements Bus {
 
   private trim(log: TopicLog): void {
     log.partitions.forEach((partition, p) => {
-      let keepFrom = partition.endOffset - this.retainPerPartition;
+      let keepFrom = partition.retainFrom(this.retainPerPartition, this.retainBytesPerPartition);
       for (const group of log.groups.values()) keepFrom = Math.min(keepFrom, group.positions[p]);
       partition.trimBelow(keepFrom);
     });

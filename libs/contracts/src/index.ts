@@ -22,3 +22,5 @@ export * from './http/alertmanager.schema';
 export * from './http/schedule.schema';
 export * from './http/shadow-campaign.schema';
 export * from './settings.util';
+export * from './campaign/secret.schema';
+export * from './json-depth.util';

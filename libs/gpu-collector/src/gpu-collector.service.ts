@@ -156,52 +156,65 @@ export class GpuCollectorService implements OnModuleInit, OnApplicationShutdown 
     backoff: ScrapeBackoff,
     delayMs: number,
   ): void {
-    const timer = setTimeout(async () => {
-      if (!this.runs.has(runId)) return;
-      const timeoutMs = Math.max(250, Math.min(5000, this.intervalMs * 2));
-      const result: ScrapeResult =
-        url === LOCAL_NVIDIA_SMI_URL
-          ? await runNvidiaSmi({ timeoutMs: Math.max(timeoutMs, 5000) })
-          : await scrapeSource({ url, format: 'auto', timeoutMs });
-      const scrapedAt = Date.now();
-      const reduced = this.governor.mode === 'reduced';
-      const kept = reduced ? result.samples.filter((s) => ESSENTIAL_METRICS.has(s.metric)) : result.samples;
-      const derivations = run.derivations.get(url) ?? new RunGpuDerivations();
-      run.derivations.set(url, derivations);
-      const derived = result.health === 'ok' ? derivations.observe(result.samples, scrapedAt) : [];
-      let next = backoff.record(result.health);
-      if (reduced && result.health === 'ok') next *= REDUCED_INTERVAL_FACTOR;
-      await this.bus
-        .publish(Topics.gpuTelemetry, {
-          ...envelope(run.campaignId, runId),
-          source: result.samples[0]?.source ?? (url === LOCAL_NVIDIA_SMI_URL ? 'nvidia-smi' : 'unknown'),
-          url,
-          scrapedAt,
-          health: result.health,
-          error: result.error,
-          samples: [
-            ...kept.map(({ gpu, instance, metric, value, unit }) => ({ gpu, instance, metric, value, unit })),
-            ...derived,
-          ],
-          consecutiveFailures: backoff.consecutiveFailures,
-          nextScrapeInMs: next,
-          ...(reduced
-            ? {
-                sampling: {
-                  mode: 'reduced' as const,
-                  changed: false,
-                  reason: 'edge sampling: essential metrics only',
-                },
-              }
-            : {}),
-        })
-        .catch((error: Error) => this.logger.error(`gpu telemetry publish failed: ${error.message}`));
-      if (result.health !== 'ok')
-        this.logger.warn(`scrape ${url}: ${result.health} ${result.error ?? ''}; next in ${next} ms`);
-      this.schedule(runId, run, url, backoff, next);
+    const timer = setTimeout(() => {
+      this.scrapeOnce(runId, run, url, backoff).catch((error: unknown) => {
+        // A scrape must never throw out of its timer; the source is tried again after a backoff.
+        this.logger.error(`scrape ${url} failed: ${error instanceof Error ? error.message : String(error)}`);
+        if (this.runs.has(runId)) this.schedule(runId, run, url, backoff, backoff.record('garbage'));
+      });
     }, delayMs);
     run.timers.push(timer);
     if (run.timers.length > 64) run.timers.splice(0, run.timers.length - 64);
+  }
+
+  private async scrapeOnce(
+    runId: string,
+    run: ActiveRun,
+    url: string,
+    backoff: ScrapeBackoff,
+  ): Promise<void> {
+    if (!this.runs.has(runId)) return;
+    const timeoutMs = Math.max(250, Math.min(5000, this.intervalMs * 2));
+    const result: ScrapeResult =
+      url === LOCAL_NVIDIA_SMI_URL
+        ? await runNvidiaSmi({ timeoutMs: Math.max(timeoutMs, 5000) })
+        : await scrapeSource({ url, format: 'auto', timeoutMs });
+    const scrapedAt = Date.now();
+    const reduced = this.governor.mode === 'reduced';
+    const kept = reduced ? result.samples.filter((s) => ESSENTIAL_METRICS.has(s.metric)) : result.samples;
+    const derivations = run.derivations.get(url) ?? new RunGpuDerivations();
+    run.derivations.set(url, derivations);
+    const derived = result.health === 'ok' ? derivations.observe(result.samples, scrapedAt) : [];
+    let next = backoff.record(result.health);
+    if (reduced && result.health === 'ok') next *= REDUCED_INTERVAL_FACTOR;
+    await this.bus
+      .publish(Topics.gpuTelemetry, {
+        ...envelope(run.campaignId, runId),
+        source: result.samples[0]?.source ?? (url === LOCAL_NVIDIA_SMI_URL ? 'nvidia-smi' : 'unknown'),
+        url,
+        scrapedAt,
+        health: result.health,
+        error: result.error,
+        samples: [
+          ...kept.map(({ gpu, instance, metric, value, unit }) => ({ gpu, instance, metric, value, unit })),
+          ...derived,
+        ],
+        consecutiveFailures: backoff.consecutiveFailures,
+        nextScrapeInMs: next,
+        ...(reduced
+          ? {
+              sampling: {
+                mode: 'reduced' as const,
+                changed: false,
+                reason: 'edge sampling: essential metrics only',
+              },
+            }
+          : {}),
+      })
+      .catch((error: Error) => this.logger.error(`gpu telemetry publish failed: ${error.message}`));
+    if (result.health !== 'ok')
+      this.logger.warn(`scrape ${url}: ${result.health} ${result.error ?? ''}; next in ${next} ms`);
+    this.schedule(runId, run, url, backoff, next);
   }
 
   private onLifecycle(event: RunLifecycle): void {

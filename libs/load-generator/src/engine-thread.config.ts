@@ -1,8 +1,8 @@
-import type { ShardEngine } from './engine-thread';
+import type { ShardHost } from './engine-thread';
 
 export type EngineThreadMode = 'worker' | 'inline';
 
-/** Injection token of the `ShardEngine` the shard runner uses. */
-export const SHARD_ENGINE = Symbol('SHARD_ENGINE');
+/** Injection token of the `ShardHost` the shard runner uses. */
+export const SHARD_HOST = Symbol('SHARD_HOST');
 
-export type { ShardEngine };
+export type { ShardHost };

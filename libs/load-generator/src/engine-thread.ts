@@ -1,46 +1,50 @@
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { runShard, type RunShardOptions, type ShardResult, type TelemetrySink } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
 import type { ShardControls } from './shard-controls';
 
 /**
- * What the service hands an engine: `runShard`'s options without the in-process-only hooks, and
+ * What the service hands a shard host: `runShard`'s options without the in-process-only hooks, and
  * the shard's live controls (breakers, GPU memory), which reach the engine on either side.
  */
-export type ShardEngineOptions = Pick<
+export type ShardHostOptions = Pick<
   RunShardOptions,
   'spec' | 'shard' | 'runId' | 'campaignId' | 'generatorId' | 'sink' | 'signal'
 > & { controls?: ShardControls };
 
 /**
- * One shard's engine, made ready before the shard is announced: `ready` resolves when it can
+ * One shard placed on a host (the engine, `runShard` from @fathom/load, on this event loop or a
+ * worker thread), made ready before the shard is announced: `ready` resolves when it can
  * start at once (a worker has loaded its code; rejects when it cannot), `start` runs the shard to
  * its end. The service publishes shard-started between the two, so a worker's start-up is not
  * counted in the run's time and no record comes before the announcement.
  */
-export interface ShardEngineRun {
+export interface HostedShard {
   readonly ready: Promise<void>;
   start(): Promise<ShardResult>;
 }
 
-/** Where shards run: `InlineShardEngine` or `ThreadShardEngine`. */
-export interface ShardEngine {
+/**
+ * Where shards run: `InlineShardHost` (this event loop) or `ThreadShardHost` (a worker thread
+ * each). Not the engine itself: the engine is `runShard` in @fathom/load, which both hosts call.
+ */
+export interface ShardHost {
   /** Prepares what the next shard would otherwise wait for (called at boot); resolves when done. */
   warm(): Promise<void>;
-  run(options: ShardEngineOptions): ShardEngineRun;
-  /** Ends what the engine holds between shards (not the shards themselves). */
+  run(options: ShardHostOptions): HostedShard;
+  /** Ends what the host holds between shards (not the shards themselves). */
   close(): Promise<void>;
 }
 
 /** The engine on the caller's event loop, as before worker threads. */
-export class InlineShardEngine implements ShardEngine {
+export class InlineShardHost implements ShardHost {
   warm(): Promise<void> {
     return Promise.resolve();
   }
 
-  run(options: ShardEngineOptions): ShardEngineRun {
+  run(options: ShardHostOptions): HostedShard {
     const { controls, ...shard } = options;
     const hooks = controls ? { gate: controls.gate, gpu: controls.gpu } : {};
     return { ready: Promise.resolve(), start: () => runShard({ ...shard, ...hooks }) };
@@ -55,7 +59,7 @@ export class InlineShardEngine implements ShardEngine {
  * kept loaded: a shard takes it and the next spare starts loading when that shard ends, not
  * beside it (on a one-core client, loading it took ~3 s of CPU from the run's first seconds).
  */
-export class ThreadShardEngine implements ShardEngine {
+export class ThreadShardHost implements ShardHost {
   private spare: EngineThread | null = null;
   private closed = false;
 
@@ -66,7 +70,7 @@ export class ThreadShardEngine implements ShardEngine {
     return this.spare.ready.catch(() => undefined);
   }
 
-  run(options: ShardEngineOptions): ShardEngineRun {
+  run(options: ShardHostOptions): HostedShard {
     const spare = this.spare;
     this.spare = null;
     // A spare that died while idle is replaced (its death is no shard's failure).
@@ -96,35 +100,12 @@ export class ThreadShardEngine implements ShardEngine {
  */
 const ABORT_GRACE_MS = 10_000;
 
-/** The workspace root (holds .swcrc), for compiling the worker from source; null when built. */
-function sourceRoot(from: string): string | null {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, '.swcrc'))) return dir;
-    if (dirname(dir) === dir) return null;
-  }
-}
-
-// From source (jest, the benches) the worker entry is TypeScript, which a worker thread cannot
-// load: this bootstrap compiles it and everything it imports with @swc/core and the workspace
-// .swcrc (its paths turn @fathom/* into relative imports), as bench/ts-register.js does for the
-// main thread. Built (dist/), the entry is the compiled .js and no bootstrap runs.
-const TS_BOOTSTRAP = `
-const { readFileSync } = require('node:fs');
-const { join } = require('node:path');
-const { createRequire } = require('node:module');
-const { workerData } = require('node:worker_threads');
-const { entry, root } = workerData.bootstrap;
-const swc = createRequire(entry)('@swc/core');
-const swcrc = JSON.parse(readFileSync(join(root, '.swcrc'), 'utf8'));
-delete swcrc.$schema;
-swcrc.jsc.baseUrl = root;
-require.extensions['.ts'] = (module, filename) =>
-  module._compile(
-    swc.transformSync(readFileSync(filename, 'utf8'), { ...swcrc, filename, swcrc: false, sourceMaps: false }).code,
-    filename,
-  );
-createRequire(entry)(entry);
-`;
+/**
+ * The workspace's one TypeScript bootstrap (libs/testing/src/ts-register.js), for the worker from
+ * source (jest, the benches): a worker thread cannot load a .ts entry by itself. Built (dist/),
+ * the entry is the compiled .js and no bootstrap runs.
+ */
+const TS_REGISTER = join(__dirname, '..', '..', 'testing', 'src', 'ts-register.js');
 
 /**
  * One shard's engine on its own worker thread (`engine.worker`). The thread starts loading the
@@ -135,7 +116,7 @@ createRequire(entry)(entry);
  * An abort of the shard's signal is forwarded (the engine stops its load within a second, as
  * inline).
  */
-export class EngineThread implements ShardEngineRun {
+export class EngineThread implements HostedShard {
   /** Resolves on the worker's `ready`; rejects, as `result` does, when it dies first. */
   readonly ready: Promise<void>;
   readonly result: Promise<ShardResult>;
@@ -158,12 +139,13 @@ export class EngineThread implements ShardEngineRun {
     this.ready.catch(() => undefined);
     const compiled = __filename.endsWith('.js');
     const entry = join(__dirname, `engine.worker.${compiled ? 'js' : 'ts'}`);
-    const root = compiled ? null : sourceRoot(__dirname);
-    if (!compiled && root === null)
-      throw new Error(`no .swcrc above ${__dirname} to compile the engine worker`);
+    if (!compiled && !existsSync(TS_REGISTER))
+      throw new Error(`no ${TS_REGISTER} to compile the engine worker from source`);
     this.worker = compiled
       ? new Worker(entry)
-      : new Worker(TS_BOOTSTRAP, { eval: true, workerData: { bootstrap: { entry, root } } });
+      : new Worker(`require(${JSON.stringify(TS_REGISTER)}); require(${JSON.stringify(entry)});`, {
+          eval: true,
+        });
     // Idle (a spare), the thread must not keep the process alive; `bind` holds it.
     this.worker.unref();
     this.worker.on('message', this.onReport);
@@ -182,7 +164,7 @@ export class EngineThread implements ShardEngineRun {
   }
 
   /** Gives the thread its shard (once). */
-  bind(options: ShardEngineOptions): this {
+  bind(options: ShardHostOptions): this {
     if (this.shard !== null) throw new Error('an engine thread runs one shard');
     const { spec, shard, runId, campaignId, generatorId, sink, signal, controls } = options;
     this.shard = { data: { spec, shard, runId, campaignId, generatorId }, sink, signal };

@@ -1,6 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { InlineShardEngine, ThreadShardEngine, type ShardEngine } from './engine-thread';
-import { SHARD_ENGINE } from './engine-thread.config';
+import { InlineShardHost, ThreadShardHost, type ShardHost } from './engine-thread';
+import { SHARD_HOST } from './engine-thread.config';
 import { ShardRunnerService } from './shard-runner.service';
 import { LOAD_GENERATOR_SETTINGS, type LoadGeneratorSettings } from './load-generator.settings';
 
@@ -14,9 +14,9 @@ export class LoadGeneratorModule {
         { provide: LOAD_GENERATOR_SETTINGS, useValue: settings },
         ShardRunnerService,
         {
-          provide: SHARD_ENGINE,
-          useFactory: (): ShardEngine =>
-            settings.FATHOM_ENGINE_THREAD === 'inline' ? new InlineShardEngine() : new ThreadShardEngine(),
+          provide: SHARD_HOST,
+          useFactory: (): ShardHost =>
+            settings.FATHOM_ENGINE_THREAD === 'inline' ? new InlineShardHost() : new ThreadShardHost(),
         },
       ],
     };

@@ -1,6 +1,7 @@
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 import { parseSettings } from '@fathom/contracts';
+import { secretEnvOf } from '@fathom/load';
 
 /** The load-generator's settings, validated once at boot by libs/runtime and injected. */
 export const LoadGeneratorSettingsSchema = z.object({
@@ -18,12 +19,26 @@ export const LoadGeneratorSettingsSchema = z.object({
     (v) => (v === '' ? undefined : v),
     z.enum(['worker', 'inline']).default('worker'),
   ),
+  /** Shards run at once; the rest wait their turn. Default: twice the cores, at least 8. */
+  FATHOM_MAX_ACTIVE_SHARDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(() => Math.max(8, availableParallelism() * 2)),
+  /** Where `{ file }` secret references are read; unset: refused. */
+  FATHOM_SECRETS_DIR: z.string().min(1).optional(),
 });
-export type LoadGeneratorSettings = z.infer<typeof LoadGeneratorSettingsSchema>;
+export type LoadGeneratorSettings = z.infer<typeof LoadGeneratorSettingsSchema> & {
+  /** FATHOM_SECRET_* variables, the values `{ env }` secret references name. */
+  readonly secretEnv?: Readonly<Record<string, string>>;
+};
 export const LOAD_GENERATOR_SETTINGS = Symbol('LOAD_GENERATOR_SETTINGS');
 
 export function parseLoadGeneratorSettings(
   env: Readonly<Record<string, string | undefined>>,
 ): LoadGeneratorSettings {
-  return parseSettings(LoadGeneratorSettingsSchema, env, 'load-generator');
+  return {
+    ...parseSettings(LoadGeneratorSettingsSchema, env, 'load-generator'),
+    secretEnv: secretEnvOf(env),
+  };
 }

@@ -10,7 +10,7 @@ import {
   type RunLifecycle,
 } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
-import { EngineThread, InlineShardEngine, ThreadShardEngine, type ShardEngine } from './engine-thread';
+import { EngineThread, InlineShardHost, ThreadShardHost, type ShardHost } from './engine-thread';
 import { ShardControls } from './shard-controls';
 import { ShardRunnerService } from './shard-runner.service';
 import { parseLoadGeneratorSettings } from './load-generator.settings';
@@ -25,7 +25,7 @@ interface ShardOutcome {
 }
 
 /** A load-generator on its own in-memory bus, running shards with `engine`. */
-async function startGenerator(engine: ShardEngine) {
+async function startGenerator(engine: ShardHost) {
   const bus: Bus = await createBus({ kind: 'memory' });
   const sut = new ShardRunnerService(bus, new Registry(), engine, parseLoadGeneratorSettings({}));
   await sut.onModuleInit();
@@ -91,7 +91,7 @@ async function startGenerator(engine: ShardEngine) {
 }
 
 /** Each shard on a fresh `EngineThread`, which `meddle` gets first (to end it, as a crash would). */
-function engineWith(meddle: (thread: EngineThread) => void): ShardEngine {
+function engineWith(meddle: (thread: EngineThread) => void): ShardHost {
   return {
     warm: () => Promise.resolve(),
     close: async () => undefined,
@@ -135,8 +135,8 @@ describe(ShardRunnerService.name, () => {
     );
     const outcomes: Record<string, ShardOutcome> = {};
     for (const [mode, engine] of [
-      ['inline', new InlineShardEngine()],
-      ['worker', new ThreadShardEngine()],
+      ['inline', new InlineShardHost()],
+      ['worker', new ThreadShardHost()],
     ] as const) {
       const generator = await startGenerator(engine);
       try {
@@ -163,7 +163,7 @@ describe(ShardRunnerService.name, () => {
   }, 30_000);
 
   it('stops a worker shard within a second of the run abort', async () => {
-    const generator = await startGenerator(new ThreadShardEngine());
+    const generator = await startGenerator(new ThreadShardHost());
     let abortAt = 0;
     try {
       const outcome = await generator.run(
@@ -226,8 +226,8 @@ describe(ShardRunnerService.name, () => {
     }
   }, 30_000);
   it.each([
-    ['inline', () => new InlineShardEngine()],
-    ['worker', () => new ThreadShardEngine()],
+    ['inline', () => new InlineShardHost()],
+    ['worker', () => new ThreadShardHost()],
   ] as const)(
     'stops sending on a path while its breaker is open and resumes when it closes (%s)',
     async (_mode, engine) => {
@@ -262,8 +262,8 @@ describe(ShardRunnerService.name, () => {
   );
 
   it.each([
-    ['inline', () => new InlineShardEngine()],
-    ['worker', () => new ThreadShardEngine()],
+    ['inline', () => new InlineShardHost()],
+    ['worker', () => new ThreadShardHost()],
   ] as const)(
     'hands GPU memory readings to the adaptive profile, which backs off over its ceiling (%s)',
     async (_mode, make) => {

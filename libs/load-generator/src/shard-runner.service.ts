@@ -5,18 +5,28 @@ import {
   envelope,
   type RunLifecycle,
   type RunShardCommand,
+  type CampaignSpec,
   type ShardCounts,
 } from '@fathom/contracts';
 import { isStaleShardCommand } from '@fathom/contracts';
+import { resolveSecrets, SecretResolutionError, type SecretSources } from '@fathom/load';
 import { TelemetryPublisher } from './telemetry.publisher';
 import { LoadMetrics } from './load.metrics';
 import { METRICS_REGISTRY } from '@fathom/observability';
 import type { Registry } from 'prom-client';
-import { probeTarget, withResolvedModel } from './target-probe';
-import { SHARD_ENGINE, type ShardEngine } from './engine-thread.config';
-import type { ShardEngineRun } from './engine-thread';
+import { probeTarget, withResolvedModel, type TargetProbe } from './target-probe';
+import { ShardSlots } from './shard-slots';
+import { SHARD_HOST, type ShardHost } from './engine-thread.config';
+import type { HostedShard } from './engine-thread';
 import { ShardControls } from './shard-controls';
 import { LOAD_GENERATOR_SETTINGS, type LoadGeneratorSettings } from './load-generator.settings';
+import { publishPatiently } from './publish-patiently.util';
+
+/**
+ * How long a shard's telemetry and its end event keep being resent while the bus refuses them
+ * (broker down), ms: past a broker restart, inside the analyzer's silence bound.
+ */
+const BUS_PATIENCE_MS = 120_000;
 
 interface ActiveShard {
   readonly abort: AbortController;
@@ -29,7 +39,7 @@ interface ActiveShard {
  * background: the handler returns as soon as it started, so a long run never holds the
  * consumer (and its group membership) hostage. Aborts arrive on a broadcast topic that each
  * generator reads in its own group, as do breaker changes (whose paths the shard stops sending on
- * while open) and GPU telemetry (the adaptive profile's memory reading). The engine runs where `SHARD_ENGINE` says: on its own worker
+ * while open) and GPU telemetry (the adaptive profile's memory reading). The engine runs where `SHARD_HOST` says: on its own worker
  * thread by default (FATHOM_ENGINE_THREAD); its records and windows reach the publisher here.
  */
 @Injectable()
@@ -43,24 +53,29 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   private readonly subscriptions: Subscription[] = [];
 
   private readonly metrics: LoadMetrics;
+  private readonly secretSources: SecretSources;
+  /** FATHOM_MAX_ACTIVE_SHARDS (default twice the cores, at least 8): the rest wait their turn. */
+  private readonly slots: ShardSlots;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
     @Inject(METRICS_REGISTRY) registry: Registry,
-    @Inject(SHARD_ENGINE) private readonly engine: ShardEngine,
+    @Inject(SHARD_HOST) private readonly host: ShardHost,
     @Inject(LOAD_GENERATOR_SETTINGS) settings: LoadGeneratorSettings,
   ) {
     this.generatorId = settings.FATHOM_GENERATOR_ID;
     this.metrics = new LoadMetrics(registry);
+    this.slots = new ShardSlots(settings.FATHOM_MAX_ACTIVE_SHARDS);
+    this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
   }
 
   /** Resolves once the engine the next shard takes is loaded (a host may wait before a run). */
   warm(): Promise<void> {
-    return this.engine.warm();
+    return this.host.warm();
   }
 
   async onModuleInit(): Promise<void> {
-    void this.engine.warm();
+    void this.host.warm();
     this.subscriptions.push(
       ...(await subscribeAll(this.bus, 'load-generator', [
         consume(Topics.runShard, (c) => this.onShard(c), { fromBeginning: true }),
@@ -85,7 +100,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     await Promise.all(this.subscriptions.map((s) => s.close()));
     for (const shard of this.active.values()) shard.abort.abort(new Error('load-generator shutting down'));
     await Promise.all([...this.active.values()].map((s) => s.done));
-    await this.engine.close();
+    await this.host.close();
   }
 
   private onAbort(runId: string): void {
@@ -115,7 +130,33 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     this.active.set(key, { abort, done, controls });
   }
 
+  /** The target probe, again (up to 3 tries) while this process itself stalled through it. */
+  private async probe(spec: CampaignSpec): Promise<TargetProbe> {
+    let probe: TargetProbe = { reachable: false, reason: 'not probed' };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      probe = await probeTarget(spec.target.baseUrl, {
+        timeoutMs: Math.min(5000, spec.load.requestTimeoutMs),
+      });
+      if (probe.reachable !== 'unknown') return probe;
+      this.logger.warn(`${probe.reason}; probing again`);
+    }
+    return probe;
+  }
+
   private async execute(
+    command: RunShardCommand,
+    abort: AbortController,
+    controls: ShardControls,
+  ): Promise<void> {
+    const release = await this.slots.acquire();
+    try {
+      await this.executeInSlot(command, abort, controls);
+    } finally {
+      release();
+    }
+  }
+
+  private async executeInSlot(
     command: RunShardCommand,
     abort: AbortController,
     controls: ShardControls,
@@ -130,13 +171,13 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       recordsPublished: 0,
       windowsPublished: 0,
     };
-    const lifecycle = (
+    const lifecycle = async (
       phase: RunLifecycle['phase'],
       counts: ShardCounts,
       reason?: string,
       endReason?: RunLifecycle['endReason'],
-    ) =>
-      this.bus.publish(Topics.runLifecycle, {
+    ) => {
+      const event: RunLifecycle = {
         ...envelope(campaignId, runId),
         phase,
         shard,
@@ -144,20 +185,51 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         counts,
         reason,
         ...(endReason ? { endReason } : {}),
-      });
+      };
+      const sent = await publishPatiently(
+        () => this.bus.publish(Topics.runLifecycle, event),
+        BUS_PATIENCE_MS,
+        (error, attempt) => {
+          if (attempt === 0)
+            this.logger.warn(
+              `run ${runId} shard ${shard.index}: ${phase} not published yet: ${error.message}`,
+            );
+        },
+      );
+      if (!sent)
+        this.logger.error(
+          `run ${runId} shard ${shard.index}: ${phase} lost: the bus refused it for ${BUS_PATIENCE_MS / 1000} s`,
+        );
+    };
 
-    const probe = await probeTarget(command.spec.target.baseUrl, {
-      timeoutMs: Math.min(5000, command.spec.load.requestTimeoutMs),
-    });
-    const spec = probe.reachable ? withResolvedModel(command.spec, probe.models, probe.lookup) : probe.reason;
+    let withSecrets: CampaignSpec;
+    try {
+      // Secrets come by reference; their values exist only in this process, for this shard.
+      withSecrets = await resolveSecrets(command.spec, this.secretSources);
+    } catch (error) {
+      const reason =
+        error instanceof SecretResolutionError ? error.message : 'a secret could not be resolved';
+      this.logger.warn(`run ${runId} shard ${shard.index}: ${reason}`);
+      await lifecycle('shard-failed', empty, reason);
+      return;
+    }
+    const probe = await this.probe(withSecrets);
+    const spec =
+      probe.reachable === true
+        ? withResolvedModel(withSecrets, probe.models, probe.lookup)
+        : probe.reachable === 'unknown'
+          ? withResolvedModel(withSecrets, []) === withSecrets
+            ? withSecrets // Nothing to ask the target for: the requests themselves will tell.
+            : probe.reason
+          : probe.reason;
     if (typeof spec === 'string') {
       this.logger.warn(`run ${runId} shard ${shard.index}: ${spec}`);
       await lifecycle('shard-failed', empty, spec);
       return;
     }
-    let engine: ShardEngineRun;
+    let engine: HostedShard;
     try {
-      engine = this.engine.run({
+      engine = this.host.run({
         spec,
         shard,
         runId,
@@ -171,14 +243,14 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     } catch (error) {
       const reason = `load engine failed: ${(error as Error).message}`;
       this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);
-      await publisher.drain();
+      await publisher.drain(BUS_PATIENCE_MS);
       await lifecycle('shard-failed', empty, reason);
       return;
     }
     await lifecycle('shard-started', empty);
     try {
       const counts = await engine.start();
-      await publisher.drain();
+      await publisher.drain(BUS_PATIENCE_MS);
       const final = {
         ...counts,
         recordsPublished: publisher.recordsPublished,
@@ -191,7 +263,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         counts.endReason,
       );
     } catch (error) {
-      await publisher.drain();
+      await publisher.drain(BUS_PATIENCE_MS);
       const reason = `load engine failed: ${(error as Error).message}`;
       this.logger.error(`run ${runId} shard ${shard.index}: ${reason}`);
       await lifecycle(

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { CampaignSpec } from '@fathom/contracts';
@@ -33,6 +34,33 @@ describe(probeTarget.name, () => {
 
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
+  it('does not blame the target when this process itself stalled through the probe', async () => {
+    // The target in its own process, answering in 20 ms; this process then blocks for 1.5 s.
+    const child = spawn(process.execPath, [
+      '-e',
+      `require('node:http').createServer((q, s) => setTimeout(() => s.end('{"data":[{"id":"m"}]}'), 20))
+         .listen(0, '127.0.0.1', function () { console.log(this.address().port); });`,
+    ]);
+    try {
+      const port = await new Promise<string>((resolve) =>
+        child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim())),
+      );
+      const probing = probeTarget(`http://127.0.0.1:${port}/v1`, { timeoutMs: 1000 });
+      const until = Date.now() + 1500;
+      while (Date.now() < until) {
+        // busy: the event loop is stalled, as under 200 shards on 2 cores
+      }
+      const sut = await probing;
+      expect(sut.reachable).not.toBe(false);
+      if (sut.reachable === 'unknown') {
+        expect(sut.stalledMs).toBeGreaterThanOrEqual(1000);
+        expect(sut.reason).toMatch(/the load-generator itself stalled \d+ ms/);
+      }
+    } finally {
+      child.kill();
+    }
+  });
+
   it('reads the models a reachable target serves', async () => {
     expect(await probeTarget(base, { timeoutMs: 2000 })).toEqual({
       reachable: true,
@@ -44,21 +72,21 @@ describe(probeTarget.name, () => {
   it('says what the model look-up got: the HTTP status and the URL asked', async () => {
     const sut = await probeTarget(base.replace('/v1', '/broken/v1'), { timeoutMs: 2000 });
     expect(sut).toMatchObject({ reachable: true, models: [] });
-    expect(sut.reachable && sut.lookup).toBe(
+    expect(sut.reachable === true && sut.lookup).toBe(
       `GET ${base.replace('/v1', '/broken/v1')}/models answered HTTP 500 ({"error":"model registry down"})`,
     );
   });
 
   it('says when the base URL lacks /v1', async () => {
     const sut = await probeTarget(base.replace('/v1', ''), { timeoutMs: 2000 });
-    expect(sut.reachable && sut.lookup).toMatch(
+    expect(sut.reachable === true && sut.lookup).toMatch(
       /answered HTTP 404 \(not found\); the base URL does not end in \/v1/,
     );
   });
 
   it('says when a 200 answer is not a model list', async () => {
     const sut = await probeTarget(`${base}/other`, { timeoutMs: 2000 });
-    expect(sut.reachable && sut.lookup).toMatch(/answered 200 with a body that is not a model list/);
+    expect(sut.reachable === true && sut.lookup).toMatch(/answered 200 with a body that is not a model list/);
   });
 
   it('says why a target is unreachable', async () => {

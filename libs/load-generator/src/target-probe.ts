@@ -8,7 +8,31 @@ export type TargetProbe =
       /** What the model look-up got when it found no model (status, URL asked, body), else null. */
       lookup: string | null;
     }
-  | { reachable: false; reason: string };
+  | { reachable: false; reason: string }
+  /** The probe failed while this process itself was stalled: nothing is known about the target. */
+  | { reachable: 'unknown'; reason: string; stalledMs: number };
+
+/**
+ * Longest gap between ticks of a 50 ms interval while it runs: how long this process's event
+ * loop was stalled (garbage collection, a busy service beside it, too many shards at once).
+ */
+class StallWatch {
+  private last = performance.now();
+  private worst = 0;
+  private readonly timer = setInterval(() => this.tick(), 50);
+
+  private tick(): void {
+    const now = performance.now();
+    this.worst = Math.max(this.worst, now - this.last - 50);
+    this.last = now;
+  }
+
+  stop(): number {
+    clearInterval(this.timer);
+    this.tick();
+    return Math.round(this.worst);
+  }
+}
 
 /**
  * Checks that a target answers at all before a shard starts, so that an unreachable target
@@ -18,6 +42,8 @@ export type TargetProbe =
  */
 export async function probeTarget(baseUrl: string, options: { timeoutMs: number }): Promise<TargetProbe> {
   const url = `${baseUrl.replace(/\/+$/, '')}/models`;
+  const watch = new StallWatch();
+  let stalledMs = 0;
   try {
     const response = await request(url, {
       method: 'GET',
@@ -33,9 +59,25 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
       lookup: models.length ? null : lookupProblem(url, response.statusCode, text),
     };
   } catch (error) {
+    stalledMs = watch.stop();
     const e = error as Error & { code?: string; cause?: { code?: string } };
     const code = e.code ?? e.cause?.code;
+    // A timer that fired late because this process stalled is not the target's slowness: its
+    // answer may be sitting unread in the socket. A refusal, though, is the target's own.
+    if (
+      code !== 'ECONNREFUSED' &&
+      code !== 'ENOTFOUND' &&
+      stalledMs >= Math.min(1000, options.timeoutMs / 2)
+    ) {
+      return {
+        reachable: 'unknown',
+        stalledMs,
+        reason: `the load-generator itself stalled ${stalledMs} ms while probing ${url}: the target was not judged`,
+      };
+    }
     return { reachable: false, reason: `target unreachable: ${url}: ${code ? `${code} ` : ''}${e.message}` };
+  } finally {
+    if (stalledMs === 0) watch.stop();
   }
 }
 

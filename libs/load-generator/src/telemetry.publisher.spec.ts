@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import type { Bus } from '@fathom/bus';
-import { Topics, type RequestRecord, type RequestTelemetry } from '@fathom/contracts';
+import { Topics, type RequestRecord, type RequestTelemetry, type TelemetryWindow } from '@fathom/contracts';
+import { mergeWindows, type WindowSnapshot } from '@fathom/load';
 import { LoadMetrics } from './load.metrics';
 import { TelemetryPublisher } from './telemetry.publisher';
 
@@ -88,5 +89,63 @@ describe(TelemetryPublisher.name, () => {
     const ids = events.flatMap((e) => e.records.map((r) => r.requestId));
     expect(ids).toEqual(Array.from({ length: 1000 }, (_, i) => `run-0-${i}`));
     expect(sut.recordsPublished).toBe(1000);
+  });
+
+  describe('when the bus refuses (broker down)', () => {
+    const EMPTY = mergeWindows([]).histogramsUs.e2e;
+    const snapshot = (seq: number): WindowSnapshot => ({
+      shard: 0,
+      windowStart: 1_700_000_000_000 + seq * 1000,
+      windowMs: 1000,
+      seq,
+      requests: 10,
+      errors: 0,
+      errorClasses: {},
+      dropped: 0,
+      late: 0,
+      inputTokens: 10,
+      outputTokens: 10,
+      histogramsUs: { e2e: EMPTY, correctedE2e: EMPTY, ttft: EMPTY, itl: EMPTY, tpot: EMPTY },
+    });
+    /** A bus that refuses every publish while `down` is set. */
+    const flakyBus = () => {
+      const state = { down: true, windows: [] as TelemetryWindow[] };
+      const bus = {
+        publish: (topic: { name: string }, event: TelemetryWindow) => {
+          if (state.down) return Promise.reject(new Error('broker down'));
+          if (topic.name === Topics.telemetryWindow.name) state.windows.push(event);
+          return Promise.resolve();
+        },
+      } as unknown as Bus;
+      return { bus, state };
+    };
+
+    it('keeps the windows it refused and sends them, in order, once it takes them again', async () => {
+      const { bus, state } = flakyBus();
+      const sut = new TelemetryPublisher(bus, 'c', 'r', 'g', metrics());
+      for (let seq = 0; seq < 5; seq++) sut.window(snapshot(seq));
+      await new Promise((wake) => setTimeout(wake, 600)); // a few refused resends
+      state.down = false;
+
+      await sut.drain(10_000);
+
+      expect(state.windows.map((w) => w.seq)).toEqual([0, 1, 2, 3, 4]);
+      expect(sut.windowsPublished).toBe(5);
+      expect(sut.windowsLost).toBe(0);
+      expect(sut.publishFailures).toBeGreaterThanOrEqual(5);
+    });
+
+    it('counts as lost what the bus still refuses when its patience ran out', async () => {
+      const { bus } = flakyBus();
+      const sut = new TelemetryPublisher(bus, 'c', 'r', 'g', metrics());
+      for (let seq = 0; seq < 3; seq++) sut.window(snapshot(seq));
+      sut.record(record(0));
+
+      await sut.drain(300);
+
+      expect(sut.windowsPublished).toBe(0);
+      expect(sut.windowsLost).toBe(3);
+      expect(sut.recordsLost).toBe(1);
+    });
   });
 });

@@ -36,3 +36,8 @@ export {
 } from './transport/http1-response.parser';
 export * from './threshold/slo-verdict';
 export * from './dataset/text.tokenizer';
+export * from './dataset/factory/data-factory';
+export * from './files/confined-path';
+export * from './secrets/secret.walk';
+export * from './secrets/secret.resolver';
+export * from './target/target-allow-list';

@@ -2,3 +2,4 @@ export * from './tracing';
 export * from './metrics';
 export * from './health';
 export * from './nest/observability.module';
+export * from './process-guard';

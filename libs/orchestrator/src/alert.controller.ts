@@ -45,6 +45,7 @@ export class AlertController {
   }
 
   @Get('v1/alert-rules')
+  @UseGuards(ApiTokenGuard)
   listRules() {
     return this.alerts.listRules();
   }

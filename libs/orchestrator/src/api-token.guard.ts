@@ -10,8 +10,10 @@ import { timingSafeEqual } from 'node:crypto';
 export const API_TOKEN = Symbol('API_TOKEN');
 
 /**
- * Mutating REST calls need `Authorization: Bearer <FATHOM_API_TOKEN>` when a token is configured.
- * Without one (the embedded default on loopback) the API is open.
+ * REST calls, reads included (runs and campaigns reveal targets and prompts), need
+ * `Authorization: Bearer <FATHOM_API_TOKEN>` when a token is configured; /health, /metrics, the
+ * OpenAPI document and the Alertmanager webhook (its own secret) do not. Without a token (the
+ * embedded default on loopback; `fathom up` refuses other addresses without one) the API is open.
  */
 @Injectable()
 export class ApiTokenGuard implements CanActivate {

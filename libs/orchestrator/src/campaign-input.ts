@@ -1,4 +1,4 @@
-import { CampaignSpecSchema, type CampaignSpec } from '@fathom/contracts';
+import { CampaignSpecSchema, MAX_INPUT_DEPTH, nestsDeeperThan, type CampaignSpec } from '@fathom/contracts';
 import { FieldValidationError, parseFields } from './http/field-validation';
 
 export type { FieldIssue } from './http/field-validation';
@@ -7,6 +7,10 @@ export type { FieldIssue } from './http/field-validation';
 export class CampaignValidationError extends FieldValidationError {}
 
 export function parseCampaign(input: unknown): CampaignSpec {
+  if (nestsDeeperThan(input))
+    throw new CampaignValidationError('campaign', [
+      { field: '(root)', message: `nested deeper than ${MAX_INPUT_DEPTH} levels` },
+    ]);
   try {
     return parseFields(CampaignSpecSchema, input, 'campaign');
   } catch (error) {

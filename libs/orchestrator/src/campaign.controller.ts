@@ -21,6 +21,7 @@ export class CampaignController {
   }
 
   @Get(':id')
+  @UseGuards(ApiTokenGuard)
   async get(@Param('id') id: string) {
     const campaign = await this.campaigns.get(id);
     if (!campaign) throw new NotFoundException(`no campaign ${id}`);

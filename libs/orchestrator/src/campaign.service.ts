@@ -17,7 +17,14 @@ import {
   type RunTrigger,
 } from '@fathom/contracts';
 import { DATABASE } from '@fathom/storage';
-import { parseCampaign } from './campaign-input';
+import { CampaignValidationError, parseCampaign } from './campaign-input';
+import {
+  ADMISSION_POLICY,
+  API_ACCESS,
+  admitCampaign,
+  type AdmissionAccess,
+  type AdmissionPolicy,
+} from './campaign-admission';
 
 export interface StartedRun {
   campaignId: string;
@@ -60,11 +67,21 @@ export class CampaignService {
     private readonly campaigns: CampaignRepository,
     private readonly runs: RunRepository,
     @Inject(DATABASE) private readonly database: Database,
+    @Inject(ADMISSION_POLICY) private readonly policy: AdmissionPolicy,
   ) {}
 
-  /** Validates `input` (throws CampaignValidationError naming each bad field) and starts a first run. */
-  async submit(input: unknown, trigger: RunTrigger): Promise<StartedRun> {
-    const spec = parseCampaign(input);
+  /**
+   * Validates `input` and checks it against the admission policy (throws CampaignValidationError
+   * naming each bad field), then starts a first run. `access.localFiles` only for the CLI.
+   */
+  async submit(
+    input: unknown,
+    trigger: RunTrigger,
+    access: AdmissionAccess = API_ACCESS,
+  ): Promise<StartedRun> {
+    const admitted = await admitCampaign(parseCampaign(input), this.policy, access);
+    if ('issues' in admitted) throw new CampaignValidationError('campaign', admitted.issues);
+    const spec = admitted.spec;
     const campaign = await this.campaigns.create({ name: spec.name, spec });
     return this.startRun(campaign.id, spec, trigger, null);
   }

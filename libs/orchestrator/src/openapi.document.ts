@@ -66,14 +66,31 @@ export const ORCHESTRATOR_PATHS: OpenApiPaths = {
   },
   '/v1/runs': {
     get: {
-      summary: 'Runs, newest first',
+      summary: 'Runs, newest first, one page at a time',
       parameters: [
         { name: 'campaignId', in: 'query', schema: { type: 'string' } },
         { name: 'status', in: 'query', schema: json(RunStatusSchema) },
+        {
+          name: 'limit',
+          in: 'query',
+          description: 'runs per page',
+          schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
+        },
+        {
+          name: 'cursor',
+          in: 'query',
+          description: 'the X-Next-Cursor of the previous page',
+          schema: { type: 'string' },
+        },
       ],
       responses: {
+        '400': reply('a bad limit or cursor', 'Error'),
         '200': {
-          description: 'runs',
+          description: 'one page of runs; when more follow, X-Next-Cursor and Link (rel="next") say where',
+          headers: {
+            'X-Next-Cursor': { description: 'cursor of the next page', schema: { type: 'string' } },
+            Link: { description: 'RFC 8288 link to the next page', schema: { type: 'string' } },
+          },
           content: {
             'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Run' } } },
           },

@@ -1,5 +1,4 @@
 import type { RunSummary } from '@fathom/contracts';
-import { measurementInvalidity, rerunBackoffMs, rerunRefusal } from './rerun-trigger.util';
 import { decideSchedule, nextSlotAfter } from './schedule.util';
 import { reconcileOpenRun } from './run-reconcile.util';
 import { labelsMatch } from '@fathom/contracts';
@@ -33,52 +32,6 @@ function runSummary(): RunSummary {
     slo: { passed: true, failures: [] },
   };
 }
-
-describe(rerunRefusal.name, () => {
-  it('refuses to rerun a client-bound run with the identical spec, with the advice', () => {
-    const reasons = [
-      { kind: 'no-steady-state', detail: 'too short' },
-      { kind: 'client-bound', detail: 'the client limited this run. Advice: lower load.recordsPerSecond' },
-    ];
-    expect(rerunRefusal({ valid: false, reasons })).toBe(
-      'client-bound, no rerun of the identical spec: the client limited this run. Advice: lower load.recordsPerSecond',
-    );
-    expect(rerunRefusal({ valid: false, reasons: [reasons[0]] })).toBeNull();
-    expect(rerunRefusal(undefined)).toBeNull();
-  });
-});
-
-describe(measurementInvalidity.name, () => {
-  it('takes the analyzer verdict when the report carries one', () => {
-    const reasons = [{ kind: 'generator-bottleneck', detail: 'client CPU 97 %' }];
-    expect(measurementInvalidity(runSummary(), { valid: false, reasons })).toBe(
-      'invalid measurement: generator-bottleneck: client CPU 97 %',
-    );
-    expect(measurementInvalidity({ ...runSummary(), dropped: 500 }, { valid: true, reasons: [] })).toBeNull();
-  });
-
-  it('falls back to dropped iterations and token-count mismatches without a verdict', () => {
-    expect(measurementInvalidity(runSummary(), undefined)).toBeNull();
-    expect(measurementInvalidity({ ...runSummary(), requests: 90, dropped: 10 }, undefined)).toMatch(
-      /generator-bottleneck: 10 of 100 iterations dropped/,
-    );
-    const mismatched = {
-      ...runSummary(),
-      semantic: { ...runSummary().semantic, responses: 100, tokenCountMismatches: 6 },
-    };
-    expect(measurementInvalidity(mismatched, undefined)).toMatch(/token-count-mismatch: 6 of 100/);
-  });
-
-  it('never reruns an aborted or failed run for its measurement', () => {
-    expect(measurementInvalidity({ ...runSummary(), status: 'aborted', dropped: 999 }, undefined)).toBeNull();
-  });
-});
-
-describe(rerunBackoffMs.name, () => {
-  it('leaves the first rerun to the cool-down, then doubles up to the cap', () => {
-    expect([0, 1, 2, 3, 10].map((n) => rerunBackoffMs(n, 1000, 6000))).toEqual([0, 1000, 2000, 4000, 6000]);
-  });
-});
 
 describe(decideSchedule.name, () => {
   const interval = { mode: 'interval' as const, intervalMs: 1000, nextRunAt: 10_000 };

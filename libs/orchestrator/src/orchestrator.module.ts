@@ -15,6 +15,7 @@ import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from './orchestrator
 import { OPENAPI_EXTENSIONS } from './docs.controller';
 import { ShadowModule } from './shadow/shadow.module';
 import { SHADOW_OPENAPI } from './shadow/shadow.openapi';
+import { ADMISSION_POLICY, admissionPolicyOf } from './campaign-admission';
 
 /** REST API for campaigns, runs, schedules and alert rules; the run lifecycle, reruns, restarts. */
 @Module({
@@ -40,8 +41,9 @@ export class OrchestratorModule {
       providers: [
         { provide: ORCHESTRATOR_SETTINGS, useValue: settings },
         { provide: API_TOKEN, useValue: settings.FATHOM_API_TOKEN ?? null },
+        { provide: ADMISSION_POLICY, useValue: admissionPolicyOf(settings) },
       ],
-      exports: [ORCHESTRATOR_SETTINGS, API_TOKEN],
+      exports: [ORCHESTRATOR_SETTINGS, API_TOKEN, ADMISSION_POLICY],
     };
   }
 }

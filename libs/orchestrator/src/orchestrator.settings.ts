@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseSettings } from '@fathom/contracts';
+import { secretEnvOf, TargetAllowList } from '@fathom/load';
 
 /** The orchestrator's settings, validated once at boot by libs/runtime and injected. */
 export const OrchestratorSettingsSchema = z.object({
@@ -21,13 +22,31 @@ export const OrchestratorSettingsSchema = z.object({
   FATHOM_RERUN_BACKOFF_MS: z.coerce.number().int().min(0).default(5_000),
   /** Backoff ceiling, ms. */
   FATHOM_RERUN_BACKOFF_MAX_MS: z.coerce.number().int().min(0).default(600_000),
+  /** The only directory dataset, replay and shadow source files are read from over the API; unset: none. */
+  FATHOM_DATA_FILES_DIR: z.string().min(1).optional(),
+  /** Hosts, host:port pairs and CIDRs requests may go to (see TargetAllowList); unset: all but link-local/metadata. */
+  FATHOM_ALLOWED_TARGETS: z
+    .string()
+    .optional()
+    .superRefine((text, ctx) => {
+      try {
+        TargetAllowList.parse(text);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    }),
+  /** Where `{ file }` secret references of shadow targets are read; unset: refused. */
+  FATHOM_SECRETS_DIR: z.string().min(1).optional(),
 });
-export type OrchestratorSettings = z.infer<typeof OrchestratorSettingsSchema>;
+export type OrchestratorSettings = z.infer<typeof OrchestratorSettingsSchema> & {
+  /** FATHOM_SECRET_* variables, the values `{ env }` secret references of shadow targets name. */
+  readonly secretEnv?: Readonly<Record<string, string>>;
+};
 
 export const ORCHESTRATOR_SETTINGS = Symbol('ORCHESTRATOR_SETTINGS');
 
 export function parseOrchestratorSettings(
   env: Readonly<Record<string, string | undefined>>,
 ): OrchestratorSettings {
-  return parseSettings(OrchestratorSettingsSchema, env, 'orchestrator');
+  return { ...parseSettings(OrchestratorSettingsSchema, env, 'orchestrator'), secretEnv: secretEnvOf(env) };
 }

@@ -10,20 +10,23 @@ import { InjectBus, consume, subscribeAll, type Bus, type Subscription } from '@
 import { CampaignRepository, RunRepository, createRepositories } from '@fathom/storage';
 import {
   Topics,
+  envelope,
   type BreakerChange,
   type RunReport,
   type SloTierChange,
   type RunLifecycle,
 } from '@fathom/contracts';
-import { decideRerun, mayRerunAfter } from '@fathom/analysis';
-import { CampaignService } from './campaign.service';
-import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from './orchestrator.settings';
 import {
+  campaignRunHistory,
+  decideRerun,
+  mayRerunAfter,
   measurementInvalidity,
-  rerunBackoffMs,
+  rerunReason,
   rerunRefusal,
   type ReportedValidity,
-} from './rerun-trigger.util';
+} from '@fathom/analysis';
+import { CampaignService } from './campaign.service';
+import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from './orchestrator.settings';
 import { RerunRepository, type ScheduledRerun } from '@fathom/storage';
 
 /** How soon a due rerun whose campaign has a run open looks again. */
@@ -50,6 +53,8 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private resumeTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Runs a shard stopped on `slo.abortOnFail`, whose other shards were told to stop (once each). */
+  private readonly stoppedOnSlo = new Set<string>();
 
   constructor(
     @InjectBus() private readonly bus: Bus,
@@ -144,6 +149,19 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
     if (event.phase === 'shard-started') {
       await this.runs.transition(event.runId, 'running', { at: event.emittedAt });
     }
+    if (event.endReason === 'slo-failed' && !this.stoppedOnSlo.has(event.runId)) {
+      // k6-style thresholds stop the whole run: a shard that judged the campaign's SLO failed
+      // (slo.abortOnFail) stopped itself; the others, on any generator, are stopped here. The run
+      // is not marked aborted (no user asked): its summary ends with endReason slo-failed.
+      this.stoppedOnSlo.add(event.runId);
+      if (this.stoppedOnSlo.size > 10_000) this.stoppedOnSlo.delete(this.stoppedOnSlo.values().next().value!);
+      await this.bus.publish(Topics.runControl, {
+        ...envelope(event.campaignId, event.runId),
+        kind: 'abort',
+        reason: 'slo.abortOnFail: a shard found the campaign SLO failed',
+      });
+      this.logger.log(`run ${event.runId}: slo.abortOnFail, the other shards are stopped`);
+    }
   }
 
   private async onReport(event: RunReport): Promise<void> {
@@ -156,6 +174,11 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
       });
     } else if (summary.status === 'completed') {
       await this.runs.transition(event.runId, 'completed', { at: summary.endedAt ?? undefined });
+    } else if (summary.status === 'partial') {
+      await this.runs.transition(event.runId, 'partial', {
+        reason: summary.reason ?? 'partial',
+        at: summary.endedAt ?? undefined,
+      });
     }
     if (!mayRerunAfter(summary.status)) {
       const dropped = await this.reruns.takeRequest(event.runId);
@@ -170,9 +193,8 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
       return;
     }
     const invalid = measurementInvalidity(summary, validity);
-    const requested = (await this.reruns.takeRequest(event.runId)) ?? undefined;
-    const reason = [requested, invalid].filter((r): r is string => r !== undefined && r !== null).join('; ');
-    if (reason) await this.considerRerun(event.campaignId, event.runId, reason);
+    const reason = rerunReason(await this.reruns.takeRequest(event.runId), invalid);
+    if (reason !== null) await this.considerRerun(event.campaignId, event.runId, reason);
   }
 
   private async onBreakerChange(event: BreakerChange): Promise<void> {
@@ -214,35 +236,24 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
   private async considerRerun(campaignId: string, runId: string, reason: string): Promise<void> {
     const campaign = await this.campaigns.get(campaignId);
     if (!campaign) return;
-    const history = await this.runs.list({ campaignId });
-    const ended = history.map((r) => r.endedAt).filter((t): t is number => t !== null);
-    const rerunsStarted = history.filter((r) => r.trigger === 'rerun').length;
+    const history = campaignRunHistory(
+      await this.runs.list({ campaignId }),
+      await this.reruns.hasWaiting(campaignId),
+    );
     const decision = decideRerun(
-      campaign.spec.reruns,
       {
-        rerunsStarted,
-        // Waiting for its time, or started and not yet ended.
-        rerunPending:
-          (await this.reruns.hasWaiting(campaignId)) ||
-          history.some((r) => r.trigger === 'rerun' && (r.status === 'pending' || r.status === 'running')),
-        lastRunEndedAt: history.some((r) => r.endedAt === null)
-          ? null
-          : ended.length
-            ? Math.max(...ended)
-            : null,
+        ...campaign.spec.reruns,
+        backoffMs: this.config.FATHOM_RERUN_BACKOFF_MS,
+        backoffMaxMs: this.config.FATHOM_RERUN_BACKOFF_MAX_MS,
       },
+      history,
       Date.now(),
     );
     if (!decision.start) {
       this.logger.log(`no rerun of campaign ${campaignId} after run ${runId}: ${decision.reason}`);
       return;
     }
-    const backoffMs = rerunBackoffMs(
-      rerunsStarted,
-      this.config.FATHOM_RERUN_BACKOFF_MS,
-      this.config.FATHOM_RERUN_BACKOFF_MAX_MS,
-    );
-    const delayMs = Math.max(decision.delayMs, backoffMs);
+    const { delayMs } = decision;
     const scheduled = await this.reruns.schedule({
       campaignId,
       parentRunId: runId,

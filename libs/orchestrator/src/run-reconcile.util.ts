@@ -13,7 +13,7 @@ export type Reconciliation =
   | { readonly action: 'keep' }
   | {
       readonly action: 'apply-report';
-      readonly status: 'completed' | 'failed' | 'aborted';
+      readonly status: 'completed' | 'partial' | 'failed' | 'aborted';
       readonly reason: string | null;
       readonly at: number | null;
     }

@@ -7,8 +7,14 @@ import {
   Param,
   Post,
   Query,
+  Res,
   UseGuards,
 } from '@nestjs/common';
+import { FieldValidationError } from './http/field-validation';
+
+/** GET /v1/runs page sizes: 100 runs with summaries are ~150 KB. */
+const RUN_PAGE_DEFAULT = 100;
+const RUN_PAGE_MAX = 500;
 import { RunReportRepository, RunRepository } from '@fathom/storage';
 import { loadReportAssets, renderReportHtml, type RunReportDocument } from '@fathom/analysis';
 import type { RunStatus } from '@fathom/contracts';
@@ -23,13 +29,45 @@ export class RunController {
     private readonly campaigns: CampaignService,
   ) {}
 
+  /**
+   * Runs, newest first, one page at a time: `limit` (1-500, default 100) runs, and when more
+   * follow, the next page's `cursor` in `X-Next-Cursor` and a `Link: <...>; rel="next"` header.
+   * The body stays a plain array, so a client that ignores paging keeps working (on page one).
+   */
   @Get()
-  list(@Query('campaignId') campaignId?: string, @Query('status') status?: RunStatus) {
-    return this.runs.list({ campaignId, status });
+  @UseGuards(ApiTokenGuard)
+  async list(
+    @Res({ passthrough: true }) response: { setHeader(name: string, value: string): void },
+    @Query('campaignId') campaignId?: string,
+    @Query('status') status?: RunStatus,
+    @Query('limit') limitText?: string,
+    @Query('cursor') cursor?: string,
+  ) {
+    const limit = limitText === undefined ? RUN_PAGE_DEFAULT : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1 || limit > RUN_PAGE_MAX)
+      throw new FieldValidationError('query', [
+        { field: 'limit', message: `an integer from 1 to ${RUN_PAGE_MAX}` },
+      ]);
+    if (cursor !== undefined && !(await this.runs.get(cursor)))
+      throw new FieldValidationError('query', [{ field: 'cursor', message: 'not a cursor this API gave' }]);
+    const page = await this.runs.list({ campaignId, status, limit: limit + 1, after: cursor });
+    if (page.length > limit) {
+      const next = page[limit - 1].id;
+      const query = new URLSearchParams({
+        ...(campaignId === undefined ? {} : { campaignId }),
+        ...(status === undefined ? {} : { status }),
+        limit: String(limit),
+        cursor: next,
+      });
+      response.setHeader('X-Next-Cursor', next);
+      response.setHeader('Link', `</v1/runs?${query.toString()}>; rel="next"`);
+    }
+    return page.slice(0, limit);
   }
 
   /** The run, its state and, once the analyzer reported, its summary. */
   @Get(':id')
+  @UseGuards(ApiTokenGuard)
   async get(@Param('id') id: string) {
     const run = await this.runs.get(id);
     if (!run) throw new NotFoundException(`no run ${id}`);
@@ -37,6 +75,7 @@ export class RunController {
   }
 
   @Get(':id/report')
+  @UseGuards(ApiTokenGuard)
   async report(@Param('id') id: string) {
     const report = await this.reports.latest(id);
     if (!report) throw new NotFoundException(`no report for run ${id} yet`);

@@ -33,11 +33,13 @@ export class ScheduleController {
   }
 
   @Get()
+  @UseGuards(ApiTokenGuard)
   list() {
     return this.schedules.list();
   }
 
   @Get(':id')
+  @UseGuards(ApiTokenGuard)
   async get(@Param('id') id: string) {
     const schedule = await this.schedules.get(id);
     if (!schedule) throw new NotFoundException(`no schedule ${id}`);

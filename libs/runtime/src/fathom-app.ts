@@ -10,9 +10,14 @@ import { NestFactory } from '@nestjs/core';
 import type { Registry } from 'prom-client';
 import { BusModule, type Bus } from '@fathom/bus';
 import type { Database } from '@fathom/storage';
-import { ObservabilityModule, createMetricsRegistry } from '@fathom/observability';
+import { ObservabilityModule, createMetricsRegistry, installProcessGuard } from '@fathom/observability';
 import { StorageModule } from '@fathom/storage';
-import { FieldValidationFilter, OrchestratorModule, parseOrchestratorSettings } from '@fathom/orchestrator';
+import {
+  BodyDepthInterceptor,
+  FieldValidationFilter,
+  OrchestratorModule,
+  parseOrchestratorSettings,
+} from '@fathom/orchestrator';
 import { LoadGeneratorModule, parseLoadGeneratorSettings } from '@fathom/load-generator';
 import { SemanticMonitorModule, parseSemanticMonitorSettings } from '@fathom/semantic-monitor';
 import { GpuCollectorModule, parseGpuCollectorSettings } from '@fathom/gpu-collector';
@@ -86,11 +91,14 @@ class FathomRootModule {
 export async function createFathomApp(options: FathomAppOptions): Promise<FathomApp> {
   const registry =
     options.registry ?? createMetricsRegistry(options.services.length > 1 ? 'fathom' : options.services[0]);
+  // What a target or a scraped endpoint sends must never end the process hosting the runs.
+  installProcessGuard(new Logger('ProcessGuard'), registry);
   const app = await NestFactory.create(FathomRootModule.with(options, registry), {
     logger: options.logLevels ?? ['error', 'warn', 'log'],
     abortOnError: false,
   });
   app.useGlobalFilters(new FieldValidationFilter());
+  app.useGlobalInterceptors(new BodyDepthInterceptor());
   if (options.shutdownHooks !== false) app.enableShutdownHooks();
   const host = options.host ?? '127.0.0.1';
   await app.listen(options.port ?? 0, host);

@@ -1,4 +1,4 @@
-const TERMINAL = new Set(['completed', 'failed', 'aborted']);
+const TERMINAL = new Set(['completed', 'partial', 'failed', 'aborted']);
 
 /**
  * Polls a run until it reached a terminal state and carries its summary (an aborted or failed

@@ -26,30 +26,16 @@ import {
   requestTelemetryEnvelopeTopic,
   type RequestTelemetryEnvelope,
 } from '@fathom/contracts';
-import { HostResourceReader } from '@fathom/gpu';
-import {
-  AdaptiveSampleRate,
-  CachedEmbedder,
-  DEFAULT_HALLUCINATION_RISK,
-  DEFAULT_REQUEST_E2E_BUDGET_MS,
-  EmbedderUnavailableError,
-  GoodputLedger,
-  ResponseAssessor,
-  SampledEmbeddingDrift,
-  TokenSampleBudget,
-  WorkerEmbedder,
-  embeddingModelFromChoice,
-  type RequestLatencySlo,
-  type ResponseAssessment,
-} from '@fathom/semantic';
+import { DEFAULT_HALLUCINATION_RISK, type ResponseAssessment } from '@fathom/semantic';
 import { isStaleShardCommand } from '@fathom/contracts';
 import { consumerGroup } from '@fathom/contracts';
 import { tokenStats } from './token-stats.util';
 import { ToolContractWatch } from './tool-contract.watch';
-import { BaselineDriftService, type BaselineDriftWatch } from './baseline-drift.watch';
+import { BaselineDriftService } from './baseline-drift.watch';
+import { EmbeddingSampler } from './embedding.sampler';
+import { MonitorRun } from './monitor-run.state';
 import { SEMANTIC_MONITOR_SETTINGS, type SemanticMonitorSettings } from './semantic-monitor.settings';
 import { TimeSliceClock } from './time-slice.util';
-import { RagEmbeddingBudget, RagMismatchWatch, planEmbeddings } from './rag-mismatch.watch';
 
 /**
  * Most synchronous work per macrotask (validation, assessment, signal encoding), ms. In the
@@ -58,26 +44,6 @@ import { RagEmbeddingBudget, RagMismatchWatch, planEmbeddings } from './rag-mism
  * 500 tokens/s.
  */
 export const MONITOR_SLICE_BUDGET_MS = 2;
-
-interface RunState {
-  campaignId: string;
-  slo: RequestLatencySlo | null;
-  shardCount: number | null;
-  readonly endedShards: Map<number, number>;
-  readonly assessor: ResponseAssessor;
-  /** Which responses keep their per-token rows for the report's heat map. */
-  readonly tokenSamples: TokenSampleBudget;
-  readonly ledger: GoodputLedger;
-  readonly drift: SampledEmbeddingDrift;
-  /** Against a baseline run (campaign spec `semantic.baseline`); null when not asked for. */
-  baseline: BaselineDriftWatch | null;
-  /** RAG query/document KL on the embedded retrieve/rerank records. */
-  readonly ragMismatch: RagMismatchWatch;
-  firstStartedAt: number | null;
-  lastEndedAt: number | null;
-  goodputPublished: boolean;
-  settleTimer: NodeJS.Timeout | null;
-}
 
 /**
  * Reads request telemetry and judges every response while the load is on: token-level stats,
@@ -93,39 +59,32 @@ interface RunState {
  * started with the first run this service sees, so the service itself starts at once and an
  * idle one loads no model. A worker that dies is reported (monitor-fault) and restarted with
  * backoff; samples meanwhile go without embeddings.
+ *
+ * This class wires and delegates: per-run state is `MonitorRun`, the embedding sample and its
+ * worker are `EmbeddingSampler`; judging and signal encoding stay here.
  */
 @Injectable()
 export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SemanticMonitorService.name);
   private readonly subscriptions: Subscription[] = [];
-  private readonly runs = new Map<string, RunState>();
+  private readonly runs = new Map<string, MonitorRun>();
   /** Tool schema drift: observed tool answers against the campaign's declared contracts. */
   private readonly toolContracts = new ToolContractWatch();
-  private readonly sampler: AdaptiveSampleRate;
-  /** The sample budget counted in texts: a RAG record's query and documents are several. */
-  private readonly ragBudget = new RagEmbeddingBudget();
-  private readonly host = new HostResourceReader();
-  private cpuTimer: NodeJS.Timeout | null = null;
+  private readonly sampler: EmbeddingSampler;
   private readonly clock = new TimeSliceClock(MONITOR_SLICE_BUDGET_MS);
-  /** The worker running the model; null until the first run, or with FATHOM_SEMANTIC_EMBEDDER=off. */
-  private worker: WorkerEmbedder | null = null;
-  /** The LRU cache in front of the worker, made once the worker's model is loaded. */
-  private embedder: CachedEmbedder | null = null;
-  private embedderFaults = 0;
-  private embedding = false;
-  /** The embedding batch in flight (resolved when none): end-of-run verdicts wait for it. */
-  private embeddingSettled: Promise<unknown> = Promise.resolve();
-  private embeddingMs = 0;
-  private embeddedTexts = 0;
   /** After the last shard ends, how long to wait for its records before publishing goodput anyway. */
   private readonly settleMs: number;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
     private readonly baselines: BaselineDriftService,
-    @Inject(SEMANTIC_MONITOR_SETTINGS) private readonly settings: SemanticMonitorSettings,
+    @Inject(SEMANTIC_MONITOR_SETTINGS) settings: SemanticMonitorSettings,
   ) {
-    this.sampler = new AdaptiveSampleRate({ min: settings.FATHOM_SEMANTIC_MIN_SAMPLE_RATE });
+    this.sampler = new EmbeddingSampler({
+      embedder: settings.FATHOM_SEMANTIC_EMBEDDER,
+      minSampleRate: settings.FATHOM_SEMANTIC_MIN_SAMPLE_RATE,
+      onFault: (message, restartInMs, fault) => void this.onEmbedderFault(message, restartInMs, fault),
+    });
     this.settleMs = settings.FATHOM_SEMANTIC_SETTLE_MS;
   }
 
@@ -138,40 +97,23 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         consume(requestTelemetryEnvelopeTopic, (batch, context) => this.onBatch(batch, context)),
       ])),
     );
-    this.cpuTimer = setInterval(() => this.sampler.adjust(this.host.read().cpuPct), 1000);
-    this.cpuTimer.unref();
+    this.sampler.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.cpuTimer) clearInterval(this.cpuTimer);
-    for (const run of this.runs.values()) if (run.settleTimer) clearTimeout(run.settleTimer);
+    for (const run of this.runs.values()) run.cancelSettle();
     await Promise.all(this.subscriptions.map((s) => s.close()));
-    await this.worker?.close();
+    await this.sampler.close();
   }
 
-  private run(campaignId: string, runId: string): RunState {
+  private run(campaignId: string, runId: string): MonitorRun {
     let run = this.runs.get(runId);
     if (!run) {
-      run = {
-        campaignId,
-        slo: null,
-        shardCount: null,
-        endedShards: new Map(),
-        assessor: new ResponseAssessor(),
-        tokenSamples: new TokenSampleBudget(),
-        ledger: new GoodputLedger(),
-        drift: new SampledEmbeddingDrift(),
-        baseline: null,
-        ragMismatch: new RagMismatchWatch(campaignId, runId, {
-          publish: (signal) => this.bus.publish(Topics.semanticSignal, signal),
-        }),
-        firstStartedAt: null,
-        lastEndedAt: null,
-        goodputPublished: false,
-        settleTimer: null,
-      };
+      run = new MonitorRun(campaignId, runId, {
+        publish: (signal) => this.bus.publish(Topics.semanticSignal, signal),
+      });
       this.runs.set(runId, run);
-      this.startEmbedder();
+      this.sampler.startModel();
     }
     return run;
   }
@@ -179,28 +121,20 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   private onShard(command: RunShardCommand): void {
     if (isStaleShardCommand(command)) return;
     const run = this.run(command.campaignId, command.runId);
-    run.shardCount = command.shard.count;
+    run.declare(command);
     this.toolContracts.declare(command.campaignId, command.runId, command.spec);
     run.baseline ??= this.baselines.watch(command);
-    const slo = command.spec.slo;
-    // Per-request budgets: the run's P99 objectives applied to each request; SLO-0's 800 ms when none.
-    run.slo =
-      slo.p99Ms === undefined && slo.ttftP99Ms === undefined
-        ? { e2eMs: DEFAULT_REQUEST_E2E_BUDGET_MS }
-        : { e2eMs: slo.p99Ms, ttftMs: slo.ttftP99Ms };
   }
 
   private async onLifecycle(event: RunLifecycle): Promise<void> {
     if (event.phase === 'shard-started') return;
     const run = this.run(event.campaignId, event.runId);
-    run.shardCount ??= event.shard.count;
-    run.endedShards.set(event.shard.index, event.counts.recordsPublished);
+    run.shardEnded(event.shard, event.counts.recordsPublished);
     await this.maybePublishGoodput(event.runId, run, false);
   }
 
   private onReport(report: RunReport): void {
-    const run = this.runs.get(report.runId);
-    if (run?.settleTimer) clearTimeout(run.settleTimer);
+    this.runs.get(report.runId)?.cancelSettle();
     this.runs.delete(report.runId);
     this.toolContracts.forget(report.runId);
   }
@@ -241,15 +175,13 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
             (record.errorClass === null && record.status >= 200 && record.status < 300),
           semanticChecks: assessment.checks,
         });
-        run.firstStartedAt = Math.min(run.firstStartedAt ?? Infinity, record.startedAt);
-        run.lastEndedAt = Math.max(run.lastEndedAt ?? 0, record.startedAt + record.e2eMs);
+        run.observeSpan(record);
         if (
           assessment.status === 'ok' ||
           assessment.status === 'no-logprobs' ||
           assessment.status === 'no-top-logprobs'
         ) {
-          if (record.content.length > 0 && this.sampler.take() && this.ragBudget.admit(record))
-            toEmbed.push(record);
+          if (this.sampler.admit(record)) toEmbed.push(record);
         }
       } catch (error) {
         // A record the zod schema let through but the monitor cannot judge: classified, not a crash.
@@ -268,7 +200,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     }
     if (signals.length > 0) await this.bus.publishMany(Topics.semanticSignal, signals);
     if (run.baseline) toEmbed = run.baseline.prefer(toEmbed, batch.records);
-    if (toEmbed.length > 0) this.embedSample(run, toEmbed);
+    if (toEmbed.length > 0) this.sampler.embed(run, toEmbed);
     await this.maybePublishGoodput(batch.runId, run, false);
   }
 
@@ -402,9 +334,9 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
    * the shards published were judged, or `settleMs` after the last shard ended (then with
    * `complete: 0`).
    */
-  private async maybePublishGoodput(runId: string, run: RunState, force: boolean): Promise<void> {
-    if (run.goodputPublished || run.shardCount === null || run.endedShards.size < run.shardCount) return;
-    const expected = [...run.endedShards.values()].reduce((a, b) => a + b, 0);
+  private async maybePublishGoodput(runId: string, run: MonitorRun, force: boolean): Promise<void> {
+    if (run.goodputPublished || !run.allShardsEnded()) return;
+    const expected = run.expectedRecords();
     const complete = run.ledger.requests >= expected;
     if (!complete && !force) {
       run.settleTimer ??= setTimeout(
@@ -414,18 +346,14 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       return;
     }
     run.goodputPublished = true;
-    if (run.settleTimer) clearTimeout(run.settleTimer);
+    run.cancelSettle();
     void run.baseline
-      ?.finish(complete, this.embeddingSettled)
+      ?.finish(complete, this.sampler.settled)
       .catch((e: Error) => this.logger.warn(`baseline: ${e.message}`));
     void run.ragMismatch
-      .finish(complete, this.embeddingSettled)
+      .finish(complete, this.sampler.settled)
       .catch((e: Error) => this.logger.warn(`rag mismatch: ${e.message}`));
-    const durationS =
-      run.firstStartedAt !== null && run.lastEndedAt !== null && run.lastEndedAt > run.firstStartedAt
-        ? (run.lastEndedAt - run.firstStartedAt) / 1000
-        : undefined;
-    const g = run.ledger.report(durationS);
+    const g = run.ledger.report(run.durationS());
     const drift = run.drift.figures();
     const figures: Record<string, number> = {
       requests: g.requests,
@@ -433,7 +361,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       complete: complete ? 1 : 0,
       goodRequests: g.goodRequests,
       semanticallyGoodRequests: g.semanticallyGoodRequests,
-      embeddingSampleRate: this.sampler.rate,
+      embeddingSampleRate: this.sampler.rateFigure(),
       embedded: drift.embedded,
       embeddingDrifted: drift.drifted,
     };
@@ -442,11 +370,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (g.goodputPerSecond !== null) figures.goodputPerSecond = g.goodputPerSecond;
     if (g.semanticGoodputPerSecond !== null) figures.semanticGoodputPerSecond = g.semanticGoodputPerSecond;
     if (drift.meanCosineToBaseline !== null) figures.meanCosineToBaseline = drift.meanCosineToBaseline;
-    if (this.embeddedTexts > 0) figures.embeddingMsPerText = this.embeddingMs / this.embeddedTexts;
-    if (this.worker) {
-      figures.embedderWorkerStarts = this.worker.starts;
-      figures.embedderFaults = this.embedderFaults;
-    }
+    Object.assign(figures, this.sampler.costFigures());
     Object.assign(figures, this.toolContracts.figures(runId));
     for (const [check, failures] of Object.entries(g.checkFailures)) figures[`failed.${check}`] = failures;
     const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)} %`);
@@ -464,80 +388,18 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     );
   }
 
-  private embedSample(run: RunState, records: RequestRecord[]): void {
-    // One batch in flight; the sample is thinned, never queued. No embedder yet (the model is
-    // loading) or none now (the worker died and restarts): the sample goes without embeddings.
-    const embedder = this.embedder;
-    if (this.embedding || !embedder || !this.worker?.available) return;
-    this.embedding = true;
-    const started = performance.now();
-    // RAG records with documents embed their query and documents, the others their response.
-    const plan = planEmbeddings(records);
-    this.embeddingSettled = embedder
-      .embed(plan.texts)
-      .then(async (vectors) => {
-        const responses = plan.responses.map((r) => vectors[r.at]);
-        for (const v of responses) run.drift.add(v);
-        this.embeddingMs += performance.now() - started;
-        this.embeddedTexts += plan.texts.length;
-        await run.ragMismatch
-          .observe(plan.retrievals, vectors, embedder.dimensions)
-          .catch((e: Error) => this.logger.warn(`rag mismatch: ${e.message}`));
-        await run.baseline?.observe(
-          plan.responses.map((r) => r.record),
-          responses,
-          embedder,
-        );
-      })
-      .catch((error: Error) => {
-        // A worker that died mid-sample was reported by onEmbedderFault already.
-        if (!(error instanceof EmbedderUnavailableError))
-          this.logger.warn(`embedding sample failed: ${error.message}`);
-      })
-      .finally(() => (this.embedding = false));
-  }
-
-  /**
-   * FATHOM_SEMANTIC_EMBEDDER: `use-lite` (default, offline), `onnx:<folder>`, or `off`. The model
-   * loads in a worker thread when the first run arrives: `fathom up` starts without waiting for
-   * it and a service that never sees a run loads nothing; by the first sample (a telemetry flush
-   * later) the load is underway off this thread, costing CPU but never a stall here.
-   */
   /**
    * Loads the embedding model now rather than with the first run, and resolves once it is loaded
    * (or cannot be, or embeddings are off): a host about to measure a run (`fathom run`) waits for
    * it, so the model's load is not paid from the run's CPU.
    */
   async warmEmbedder(): Promise<void> {
-    this.startEmbedder();
-    await this.worker?.ready().catch(() => undefined);
-  }
-
-  private startEmbedder(): void {
-    if (this.worker) return;
-    const choice = this.settings.FATHOM_SEMANTIC_EMBEDDER;
-    if (choice === 'off') return;
-    let model;
-    try {
-      model = embeddingModelFromChoice(choice);
-    } catch (error) {
-      this.logger.warn(`embeddings off: ${errorText(error)}`);
-      return;
-    }
-    const worker = new WorkerEmbedder({
-      model,
-      onReady: ({ name, loadMs }) => {
-        this.embedder ??= new CachedEmbedder(worker);
-        this.logger.log(`embedder ${name} ready in its worker (${loadMs.toFixed(0)} ms)`);
-      },
-      onFault: (fault) => void this.onEmbedderFault(fault.message, fault.restartInMs),
-    });
-    this.worker = worker;
+    this.sampler.startModel();
+    await this.sampler.ready();
   }
 
   /** Says on every open run that embeddings stopped (monitor-fault), and why. */
-  private async onEmbedderFault(message: string, restartInMs: number | null): Promise<void> {
-    const n = ++this.embedderFaults;
+  private async onEmbedderFault(message: string, restartInMs: number | null, n: number): Promise<void> {
     const text =
       restartInMs === null
         ? `embedder unavailable, embeddings off: ${message}`

@@ -1,9 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { CampaignSpecSchema, type CampaignSpec, type RunStatus, type RunSummary } from '@fathom/contracts';
+import {
+  CampaignSpecSchema,
+  ShadowCampaignInputSchema,
+  type CampaignSpec,
+  type RunStatus,
+  type RunSummary,
+  type ShadowSample,
+} from '@fathom/contracts';
 import type { Database } from './database/database';
 import { migrate } from './migrations/migrator';
 import { MIGRATIONS } from './migrations/migrations';
+import { AlertRepository } from './repositories/alert.repository';
 import { createRepositories, type StorageRepositories } from './repositories/repositories';
+import { RerunRepository } from './repositories/rerun.repository';
+import { ScheduleRepository } from './repositories/schedule.repository';
+import { ShadowRepository } from './repositories/shadow.repository';
 import { RunNotFoundError } from './repositories/run.repository';
 import { RUN_EVENT_ROWS_PER_STATEMENT, type RunEventRecord } from './repositories/run-event.repository';
 
@@ -223,14 +234,16 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         'pending->failed',
         'pending->aborted',
         'running->completed',
+        'running->partial',
         'running->failed',
         'running->aborted',
       ]);
-      const statuses: RunStatus[] = ['pending', 'running', 'completed', 'failed', 'aborted'];
+      const statuses: RunStatus[] = ['pending', 'running', 'completed', 'partial', 'failed', 'aborted'];
       const pathTo: Record<RunStatus, RunStatus[]> = {
         pending: [],
         running: ['running'],
         completed: ['running', 'completed'],
+        partial: ['running', 'partial'],
         failed: ['running', 'failed'],
         aborted: ['aborted'],
       };
@@ -554,6 +567,323 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         await expect(
           sut.baselines.save({ campaignId: uid('no-campaign'), name: 'latency', data: {} }),
         ).rejects.toThrow();
+      });
+    });
+
+    describe('AlertRepository', () => {
+      const firing = (ruleId: string) => ({
+        groupKey: uid('group'),
+        fingerprint: 'f1',
+        startsAt: '2026-01-01T00:00:00Z',
+        ruleId,
+      });
+
+      it('stores a rule with its matchers and lists it', async () => {
+        const campaign = await newCampaign();
+        const alerts = new AlertRepository(db);
+        const rule = await alerts.createRule({
+          name: 'p99 high',
+          matchLabels: { alertname: 'LlmP99High', service: 'chat' },
+          campaignId: campaign.id,
+        });
+
+        const listed = (await alerts.listRules()).find((r) => r.id === rule.id);
+
+        expect(listed).toEqual({
+          id: rule.id,
+          name: 'p99 high',
+          matchLabels: { alertname: 'LlmP99High', service: 'chat' },
+          campaignId: campaign.id,
+          createdAt: rule.createdAt,
+        });
+      });
+
+      it('refuses a rule of an unknown campaign', async () => {
+        await expect(
+          new AlertRepository(db).createRule({
+            name: 'orphan',
+            matchLabels: { a: 'b' },
+            campaignId: uid('no-campaign'),
+          }),
+        ).rejects.toThrow();
+      });
+
+      it('claims a firing episode once, and again only after the claim was released', async () => {
+        const alerts = new AlertRepository(db);
+        const rule = await alerts.createRule({
+          name: 'r',
+          matchLabels: { a: 'b' },
+          campaignId: (await newCampaign()).id,
+        });
+        const key = firing(rule.id);
+
+        const claims = await Promise.all([alerts.claimFiring(key), alerts.claimFiring(key)]);
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        expect(await alerts.claimFiring(key)).toBe(false);
+
+        await alerts.releaseClaim(key);
+        expect(await alerts.claimFiring(key)).toBe(true);
+      });
+
+      it('links claims to runs, counts the firing holders and returns the runs a resolve ends', async () => {
+        const alerts = new AlertRepository(db);
+        const run = await newRun();
+        const rule = await alerts.createRule({
+          name: 'r',
+          matchLabels: { a: 'b' },
+          campaignId: run.campaignId,
+        });
+        const started = firing(rule.id);
+        const joined = { ...started, startsAt: '2026-01-01T00:05:00Z' };
+        await alerts.claimFiring(started);
+        await alerts.claimFiring(joined);
+
+        expect(await alerts.linkRun(started, run.id)).toBe('firing');
+        expect(await alerts.linkRun(joined, run.id, { coalesced: true })).toBe('firing');
+        expect(await alerts.firingHolders(run.id)).toBe(2);
+
+        expect(await alerts.resolve(started.groupKey, started.fingerprint)).toEqual([run.id, run.id]);
+        expect(await alerts.firingHolders(run.id)).toBe(0);
+        expect(await alerts.resolve(started.groupKey, started.fingerprint)).toEqual([]);
+        // A claim resolved before its run was linked says so.
+        expect(await alerts.linkRun(started, run.id)).toBe('resolved');
+      });
+
+      it('deletes an unused rule, keeps one that fired, and says false for an unknown one', async () => {
+        const alerts = new AlertRepository(db);
+        const campaignId = (await newCampaign()).id;
+        const unused = await alerts.createRule({ name: 'unused', matchLabels: { a: 'b' }, campaignId });
+        const fired = await alerts.createRule({ name: 'fired', matchLabels: { a: 'b' }, campaignId });
+        await alerts.claimFiring(firing(fired.id));
+
+        expect(await alerts.deleteRule(unused.id)).toBe(true);
+        expect(await alerts.deleteRule(fired.id)).toBe(false);
+        expect(await alerts.deleteRule(uid('no-rule'))).toBe(false);
+        const ids = (await alerts.listRules()).map((r) => r.id);
+        expect(ids).toContain(fired.id);
+        expect(ids).not.toContain(unused.id);
+      });
+    });
+
+    describe('ScheduleRepository', () => {
+      it('creates an enabled schedule due at its start and finds it by id and in the list', async () => {
+        const schedules = new ScheduleRepository(db);
+        const campaign = await newCampaign();
+        const created = await schedules.create({
+          campaignId: campaign.id,
+          mode: 'interval',
+          intervalMs: 60_000,
+          startAt: 1_700_000_000_000,
+        });
+
+        expect(created).toMatchObject({
+          campaignId: campaign.id,
+          mode: 'interval',
+          intervalMs: 60_000,
+          enabled: true,
+          nextRunAt: 1_700_000_000_000,
+          lastRunId: null,
+        });
+        expect(await schedules.get(created.id)).toEqual(created);
+        expect((await schedules.list()).map((s) => s.id)).toContain(created.id);
+        expect(await schedules.get(uid('no-schedule'))).toBeNull();
+      });
+
+      it('starts at `now` when no start is given', async () => {
+        const schedules = new ScheduleRepository(db);
+        const created = await schedules.create(
+          { campaignId: (await newCampaign()).id, mode: 'always-on', intervalMs: 0 },
+          1_700_000_123_000,
+        );
+        expect(created.nextRunAt).toBe(1_700_000_123_000);
+      });
+
+      it('lists a schedule as due from its slot on, and not once disabled', async () => {
+        const schedules = new ScheduleRepository(db);
+        const at = 1_600_000_000_000 + Math.floor(Math.random() * 1e9);
+        const created = await schedules.create({
+          campaignId: (await newCampaign()).id,
+          mode: 'interval',
+          intervalMs: 1000,
+          startAt: at,
+        });
+        const dueIds = async (now: number) => (await schedules.due(now)).map((s) => s.id);
+
+        expect(await dueIds(at - 1)).not.toContain(created.id);
+        expect(await dueIds(at)).toContain(created.id);
+        expect(await schedules.disable(created.id)).toBe(true);
+        expect(await dueIds(at)).not.toContain(created.id);
+        expect(await schedules.disable(uid('no-schedule'))).toBe(false);
+      });
+
+      it('advances a slot for one of two racing callers only, and records the last run', async () => {
+        const schedules = new ScheduleRepository(db);
+        const run = await newRun();
+        const created = await schedules.create({
+          campaignId: run.campaignId,
+          mode: 'interval',
+          intervalMs: 1000,
+          startAt: 1_700_000_000_000,
+        });
+
+        const moves = await Promise.all([
+          schedules.advance(created.id, 1_700_000_000_000, 1_700_000_001_000),
+          schedules.advance(created.id, 1_700_000_000_000, 1_700_000_001_000),
+        ]);
+        await schedules.setLastRun(created.id, run.id);
+
+        expect(moves.filter(Boolean)).toHaveLength(1);
+        expect(await schedules.get(created.id)).toMatchObject({
+          nextRunAt: 1_700_000_001_000,
+          lastRunId: run.id,
+        });
+      });
+    });
+
+    describe('RerunRepository', () => {
+      it('keeps the first rerun request of a run and hands its reason to one taker', async () => {
+        const reruns = new RerunRepository(db);
+        const parent = await newRun();
+
+        expect(await reruns.request(parent.id, 'p99 over budget')).toBe(true);
+        expect(await reruns.request(parent.id, 'error rate')).toBe(false);
+        const taken = await Promise.all([reruns.takeRequest(parent.id), reruns.takeRequest(parent.id)]);
+
+        expect(taken.filter((r) => r !== null)).toEqual(['p99 over budget']);
+        expect(await reruns.takeRequest(parent.id)).toBeNull();
+      });
+
+      it('refuses a request for an unknown run', async () => {
+        await expect(new RerunRepository(db).request(uid('no-run'), 'x')).rejects.toThrow();
+      });
+
+      it('schedules at most one waiting rerun per campaign and lists it until claimed', async () => {
+        const reruns = new RerunRepository(db);
+        const parent = await newRun();
+        const rerun = { campaignId: parent.campaignId, parentRunId: parent.id, reason: 'regression' };
+
+        const first = await reruns.schedule({ ...rerun, dueAt: 1_700_000_000_000 });
+        expect(first).toEqual({
+          id: first!.id,
+          ...rerun,
+          dueAt: 1_700_000_000_000,
+          status: 'scheduled',
+          runId: null,
+        });
+        expect(await reruns.schedule({ ...rerun, dueAt: 1_700_000_005_000 })).toBeNull();
+        expect(await reruns.hasWaiting(parent.campaignId)).toBe(true);
+        expect((await reruns.waiting()).map((r) => r.id)).toContain(first!.id);
+        expect(await reruns.get(first!.id)).toEqual(first);
+        expect(await reruns.get(uid('no-rerun'))).toBeNull();
+      });
+
+      it('lets one of two claims start a waiting rerun, after which the campaign may wait again', async () => {
+        const reruns = new RerunRepository(db);
+        const parent = await newRun();
+        const rerun = { campaignId: parent.campaignId, parentRunId: parent.id, reason: 'regression' };
+        const waiting = (await reruns.schedule({ ...rerun, dueAt: 1_700_000_000_000 }))!;
+        const child = await sut.runs.create({ campaignId: parent.campaignId, trigger: 'api' });
+        const other = await sut.runs.create({ campaignId: parent.campaignId, trigger: 'api' });
+
+        const claims = await Promise.all([
+          reruns.claim(waiting.id, child.id),
+          reruns.claim(waiting.id, other.id),
+        ]);
+
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        const started = await reruns.get(waiting.id);
+        expect(started?.status).toBe('started');
+        expect([child.id, other.id]).toContain(started?.runId);
+        expect(await reruns.hasWaiting(parent.campaignId)).toBe(false);
+        expect((await reruns.waiting()).map((r) => r.id)).not.toContain(waiting.id);
+        expect(await reruns.schedule({ ...rerun, dueAt: 1_700_000_009_000 })).not.toBeNull();
+      });
+    });
+
+    describe('ShadowRepository', () => {
+      const config = () =>
+        ShadowCampaignInputSchema.parse({
+          name: uid('shadow'),
+          primary: { baseUrl: 'http://127.0.0.1:8001/v1' },
+          secondary: { baseUrl: 'http://127.0.0.1:8002/v1' },
+          candidate: { baseUrl: 'http://127.0.0.1:8003/v1' },
+          model: 'm',
+          source: { type: 'inline', requests: [{ body: { messages: [{ role: 'user', content: 'hi' }] } }] },
+        });
+      const observation = { ok: true, e2eMs: 120, ttftMs: 30, hallucinationRisk: 0.1 };
+      const sample = (intent: string): ShadowSample => ({
+        endpoint: '/v1/chat/completions',
+        intent,
+        primary: observation,
+        secondary: { ...observation, e2eMs: 125 },
+        candidate: { ...observation, ok: false, ttftMs: null, hallucinationRisk: null },
+        similarityPrimarySecondary: 0.98,
+        similarityPrimaryCandidate: null,
+      });
+
+      it('creates a running campaign with its config and returns null for an unknown id', async () => {
+        const shadows = new ShadowRepository(db);
+        const input = config();
+        const created = await shadows.create(input);
+
+        expect(created).toMatchObject({
+          name: input.name,
+          config: input,
+          status: 'running',
+          reason: null,
+          report: null,
+          endedAt: null,
+        });
+        expect(await shadows.get(created.id)).toEqual(created);
+        expect(await shadows.get(uid('no-shadow'))).toBeNull();
+      });
+
+      it('returns the samples of a campaign in the order they were added', async () => {
+        const shadows = new ShadowRepository(db);
+        const campaign = await shadows.create(config());
+        const other = await shadows.create(config());
+        await shadows.addSample(
+          campaign.id,
+          { messages: [{ role: 'user', content: '[EMAIL]' }] },
+          sample('a'),
+        );
+        await shadows.addSample(campaign.id, { n: 2 }, sample('b'));
+        await shadows.addSample(other.id, { n: 3 }, sample('c'));
+
+        const samples = await shadows.samples(campaign.id);
+
+        expect(samples).toEqual([
+          { request: { messages: [{ role: 'user', content: '[EMAIL]' }] }, sample: sample('a') },
+          { request: { n: 2 }, sample: sample('b') },
+        ]);
+      });
+
+      it('refuses a sample of an unknown campaign', async () => {
+        await expect(new ShadowRepository(db).addSample(uid('no-shadow'), {}, sample('a'))).rejects.toThrow();
+      });
+
+      it('finishes a campaign with its status, report, reason and end time', async () => {
+        const shadows = new ShadowRepository(db);
+        const done = await shadows.create(config());
+        const failed = await shadows.create(config());
+        const report = {
+          samples: 1,
+          similarity: 'compared' as const,
+          groups: [
+            { endpoint: '/v1/chat/completions', intent: 'a', samples: 1, metrics: [], differences: [] },
+          ],
+        };
+
+        await shadows.finish(done.id, 'completed', report, null);
+        await shadows.finish(failed.id, 'failed', null, 'primary unreachable');
+
+        expect(await shadows.get(done.id)).toMatchObject({ status: 'completed', report, reason: null });
+        expect((await shadows.get(done.id))!.endedAt).toEqual(expect.any(Number));
+        expect(await shadows.get(failed.id)).toMatchObject({
+          status: 'failed',
+          report: null,
+          reason: 'primary unreachable',
+        });
       });
     });
   });

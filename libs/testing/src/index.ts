@@ -2,3 +2,4 @@ export * from './broker/kafka-broker.harness';
 export * from './broker/test-kafka.config';
 export * from './wait-for.util';
 export * from './postgres-test.util';
+export * from './fuzz.util';

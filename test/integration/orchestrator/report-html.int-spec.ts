@@ -41,6 +41,8 @@ describe('GET /v1/runs/:id/report.html in a real browser', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     process.env.FATHOM_SEMANTIC_EMBEDDER = 'off';
     sim = await startSimTarget({ port: 0, config: { timeScale: 0.05 } });
+    // The key by reference (issue 14): the load-generator resolves it; the report must not show it.
+    process.env.FATHOM_SECRET_REPORT_HTML = 'sk-must-not-appear';
     fathom = await startEmbedded({ dataDir: null, logLevels: ['error'] });
     profile = await mkdtemp(join(tmpdir(), 'fathom-chromium-'));
     // A fresh profile each run (playwright passes it as --user-data-dir).
@@ -66,6 +68,7 @@ describe('GET /v1/runs/:id/report.html in a real browser', () => {
     await sim?.close();
     if (profile) await rm(profile, { recursive: true, force: true });
     delete process.env.FATHOM_SEMANTIC_EMBEDDER;
+    delete process.env.FATHOM_SECRET_REPORT_HTML;
   });
 
   it('draws every chart with data, offline and without console errors, and states the JSON verdict', async () => {
@@ -77,7 +80,7 @@ describe('GET /v1/runs/:id/report.html in a real browser', () => {
         name: 'report page',
         target: {
           baseUrl: `${sim.url}/v1`,
-          apiKey: 'sk-must-not-appear',
+          apiKey: { env: 'FATHOM_SECRET_REPORT_HTML' },
           metricsUrls: [`${sim.url}/metrics`, `${sim.url}/dcgm/metrics`],
         },
         scenario: {

@@ -78,6 +78,42 @@ describe('POST /v1/runs/:id/abort', () => {
     );
   }, 40_000);
 
+  it('stops every shard when one stopped on slo.abortOnFail, and ends the run slo-failed, not aborted', async () => {
+    const created = await fetch(`${sut.url}/v1/campaigns`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'thresholds stop the run',
+        target: { baseUrl: `${proxy.url}/v1` },
+        scenario: {
+          type: 'chat',
+          model: 'fathom-sim-8b',
+          prompts: ['Tell me a long story.'],
+          maxTokens: 512,
+        },
+        load: { concurrency: 4, durationMs: 60_000, shards: 2 },
+      }),
+    });
+    const { runId, campaignId } = (await created.json()) as { runId: string; campaignId: string };
+    await until(() => proxy.open() >= 2, 20_000);
+    // What a shard publishes when its own thresholds failed (the other shard's did not).
+    const stoppedAt = Date.now();
+    await sut.bus.publish(Topics.runLifecycle, {
+      ...envelope(campaignId, runId),
+      phase: 'shard-finished',
+      shard: { index: 1, count: 2 },
+      generatorId: 'another-generator',
+      counts: { sent: 0, completed: 0, errors: 0, dropped: 0, recordsPublished: 0, windowsPublished: 0 },
+      reason: 'P99 4000.0 ms > 1 ms',
+      endReason: 'slo-failed',
+    });
+    await until(() => proxy.open() === 0, 5_000);
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    const run = await waitForRun(sut.runs, runId, { timeoutMs: 20_000, graceWithoutSummaryMs: 5_000 });
+    expect(run.status).not.toBe('aborted');
+    expect(run.summary?.endReason).toBe('slo-failed');
+  }, 40_000);
+
   it('refuses to abort a run that already ended', async () => {
     const created = await fetch(`${sut.url}/v1/campaigns`, {
       method: 'POST',

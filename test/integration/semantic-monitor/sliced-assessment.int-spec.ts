@@ -185,8 +185,9 @@ describe('semantic-monitor when its embedding worker dies', () => {
     };
     try {
       const monitor = app.app.get(SemanticMonitorService);
-      // The service's own worker (private): killed as a crash would kill it.
-      const worker = () => (monitor as unknown as { worker: WorkerEmbedder | null }).worker;
+      // The service's own worker (private, in its sampler): killed as a crash would kill it.
+      const worker = () =>
+        (monitor as unknown as { sampler: { worker: WorkerEmbedder | null } }).sampler.worker;
       await bus.publish(Topics.requestTelemetry, telemetry(runId, 'a', 5));
       await until(() => worker()?.available === true);
       await worker()?.killWorker();

@@ -10,6 +10,11 @@ export async function readCampaignFile(file: string): Promise<unknown> {
   } catch (error) {
     throw new CliExit(2, `cannot read ${file}: ${(error as Error).message}`);
   }
+  return parseCampaignText(text, file);
+}
+
+/** A campaign file's text as a plain value; anything that is not usable YAML is CliExit 2. */
+export function parseCampaignText(text: string, file: string): unknown {
   try {
     return parse(text, { prettyErrors: true });
   } catch (error) {
@@ -17,6 +22,8 @@ export async function readCampaignFile(file: string): Promise<unknown> {
       const [line, col] = error.linePos?.[0] ? [error.linePos[0].line, error.linePos[0].col] : ['?', '?'];
       throw new CliExit(2, `${file}:${line}:${col}: ${error.message.split('\n')[0]}`);
     }
-    throw error;
+    // The yaml library throws ReferenceError for an alias to no anchor (`name: *nope`) and for
+    // an alias that expands too far: still a file that cannot be read as a campaign.
+    throw new CliExit(2, `${file}: not a usable YAML document: ${(error as Error).message.split('\n')[0]}`);
   }
 }

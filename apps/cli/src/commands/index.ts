@@ -7,6 +7,7 @@ import { registerGpuCommand } from './gpu.command';
 import { registerReportCommand } from './report.command';
 import { registerCompareCommand } from './compare.command';
 import { registerShadowCommand } from './shadow.command';
+import { registerDataCommand } from './data.command';
 
 /**
  * Every subcommand registers itself here, one file each (`<name>.command.ts` exporting
@@ -21,4 +22,5 @@ export function registerCommands(program: Command): void {
   registerReportCommand(program);
   registerCompareCommand(program);
   registerShadowCommand(program);
+  registerDataCommand(program);
 }

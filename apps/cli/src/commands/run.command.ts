@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { request } from 'undici';
 import type { RunReportDocument } from '@fathom/analysis';
 import { RunReportRepository } from '@fathom/storage';
+import { SecretResolutionError, stashSecrets } from '@fathom/load';
 import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
 import { CliExit } from '../cli-exit';
@@ -97,10 +98,15 @@ function invalid(issues: Array<{ field: string; message: string }>): CliExit {
 }
 
 async function runEmbedded(
-  input: unknown,
+  file: unknown,
   options: RunOptions,
   report: ReportWriter,
 ): Promise<{ run: PrintableRun; interrupted: boolean }> {
+  // The user's own secrets (values, their variables, their files): moved into this process's
+  // environment, so only references reach the embedded services' storage and bus.
+  const input = await stashSecrets(file, process.env).catch((error: unknown) => {
+    throw error instanceof SecretResolutionError ? new CliExit(ExitCode.couldNotRun, error.message) : error;
+  });
   // Refuse a bad file before paying for the embedded database's start.
   try {
     parseCampaign(input);
@@ -129,9 +135,12 @@ async function runEmbedded(
     });
     // The engine's worker and the embedding model load before the run, not from its CPU.
     await fathom.warm();
-    const submitted = await fathom.campaigns.submit(input, 'cli').catch((error: unknown) => {
-      throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
-    });
+    // The user's own files: the CLI may read any of them.
+    const submitted = await fathom.campaigns
+      .submit(input, 'cli', { localFiles: true })
+      .catch((error: unknown) => {
+        throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
+      });
     runId = submitted.runId;
     if (process.stderr.isTTY) process.stderr.write(`fathom: run ${runId} started (Ctrl-C aborts it)\n`);
     const run = await waitForRun(fathom.runs, runId, {
@@ -179,7 +188,10 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
   }
   const runs = {
     get: async (id: string) => {
-      const res = await request(`${base}/v1/runs/${id}`);
+      // Reads need the token too when the orchestrator has one.
+      const res = await request(`${base}/v1/runs/${id}`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
       if (res.statusCode !== 200) {
         await res.body.dump();
         return null;

@@ -4,6 +4,7 @@ import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/runtime'
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import type { CampaignSpecInput } from '@fathom/contracts';
 import { formatRunSummary } from '../format/run-summary.format';
+import { CliExit } from '../cli-exit';
 
 interface UpOptions {
   host: string;
@@ -37,6 +38,7 @@ export function registerUpCommand(program: Command): void {
     .option('--demo', 'run a demo campaign against the simulated target, print its summary and exit')
     .option('--verbose', "show the services' logs")
     .action(async (options: UpOptions) => {
+      requireTokenOffLoopback(options.host, process.env);
       if (options.demo) {
         await demo(options);
         return;
@@ -65,6 +67,24 @@ export function registerUpCommand(program: Command): void {
       await sim?.close();
       await fathom.close();
     });
+}
+
+/** Whether `host` only listens on this machine (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * The API reveals targets and prompts and starts load against any allowed host: reachable from
+ * other machines, it must ask for a token.
+ */
+export function requireTokenOffLoopback(host: string, env: NodeJS.ProcessEnv): void {
+  if (isLoopbackHost(host) || env.FATHOM_API_TOKEN) return;
+  throw new CliExit(
+    2,
+    `refusing to serve the API on ${host} without a token: set FATHOM_API_TOKEN (clients send Authorization: Bearer <token>), or listen on 127.0.0.1`,
+  );
 }
 
 /** The demo campaign: past the simulated target's knee, so the tiers have something to say. */

@@ -55,12 +55,35 @@ export class RunTimeline {
   private readonly detectorList: DetectorSignal[] = [];
   private digestsSorted = true;
   private gpuSorted = true;
+  /** Start of the first window ever added: pruning never moves it (baselines are anchored on it). */
+  private firstWindowStart: number | null = null;
 
   addWindow(window: TelemetryWindow): void {
     const key = `${window.generatorId}/${window.shard}/${window.seq}`;
     const previous = this.windowsByKey.get(key);
     if (previous) this.decoded.delete(previous);
     this.windowsByKey.set(key, window);
+    if (this.firstWindowStart === null || window.windowStart < this.firstWindowStart)
+      this.firstWindowStart = window.windowStart;
+  }
+
+  /**
+   * Forgets windows, digests and GPU scrapes whose time is in (`headUntilMs`, `beforeMs`]: a live
+   * run keeps its head (the baseline its root causes compare against) and its recent past (the
+   * longest span anything judges), so its memory stays flat however long it lasts. The whole
+   * run is read back from storage for its report. Detector signals are kept (run-wide findings).
+   */
+  prune(headUntilMs: number, beforeMs: number): void {
+    if (beforeMs <= headUntilMs) return;
+    const dropped = (t: number) => t > headUntilMs && t <= beforeMs;
+    for (const [key, w] of this.windowsByKey) {
+      if (!dropped(w.windowStart + w.windowMs)) continue;
+      this.windowsByKey.delete(key);
+      this.decoded.delete(w);
+    }
+    this.sort();
+    removeWhere(this.digestList, (d) => dropped(d.at));
+    removeWhere(this.gpuList, (g) => dropped(g.at));
   }
 
   private histogramOf(window: TelemetryWindow, name: HistogramName): Histogram {
@@ -117,9 +140,7 @@ export class RunTimeline {
 
   /** Start of the first window (epoch ms), or the first digest; null before any evidence. */
   get startMs(): number | null {
-    let start: number | null = null;
-    for (const w of this.windowsByKey.values())
-      start = start === null ? w.windowStart : Math.min(start, w.windowStart);
+    let start: number | null = this.firstWindowStart;
     if (start === null && this.digestList.length)
       start = Math.min(...this.digestList.map((d) => d.startedAt));
     return start;
@@ -187,6 +208,13 @@ export class RunTimeline {
       this.gpuSorted = true;
     }
   }
+}
+
+/** Removes in place the items `drop` picks, keeping the order of the rest. */
+function removeWhere<T>(items: T[], drop: (item: T) => boolean): void {
+  let kept = 0;
+  for (const item of items) if (!drop(item)) items[kept++] = item;
+  items.length = kept;
 }
 
 function between<T>(sorted: readonly T[], at: (item: T) => number, fromMs: number, toMs: number): T[] {

@@ -11,6 +11,7 @@ import type {
 import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
 import { goodputOf, measuredStats, measuredWindows, segmentFigures, sweepSummary } from './load-phases';
+import { missingShardsReason, telemetryCompleteness, type MissingShard } from './telemetry-completeness';
 
 /** Everything the analyzer stored about one run. */
 export interface RunEvidence {
@@ -30,6 +31,8 @@ export interface RunEvidence {
   readonly wholeRun?: { readonly tier: string | null; readonly reason: string };
   /** Responses the semantic-monitor embedded (its `semantic-goodput` figures); null: not told. */
   readonly embedded?: number | null;
+  /** Shards that started (or were planned) and never ended: the run is `partial`. */
+  readonly missingShards?: readonly MissingShard[];
 }
 
 /**
@@ -49,13 +52,25 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   const startedAt = min(
     evidence.lifecycle.filter((l) => l.phase === 'shard-started').map((l) => l.emittedAt),
   );
-  const endedAt = max(evidence.lifecycle.filter((l) => l.phase !== 'shard-started').map((l) => l.emittedAt));
+  // A shard that went silent ended, as far as anything measured it, when it was last heard of.
+  const endedAt = max([
+    ...evidence.lifecycle.filter((l) => l.phase !== 'shard-started').map((l) => l.emittedAt),
+    ...(evidence.missingShards ?? []).flatMap((s) => (s.lastSeenAt === null ? [] : [s.lastSeenAt])),
+  ]);
   const elapsedSec =
     startedAt !== null && endedAt !== null && endedAt > startedAt ? (endedAt - startedAt) / 1000 : 0;
   const outputTokens = merged.outputTokens;
   const errorRate = requests ? errors / requests : 0;
   const failedShards = evidence.lifecycle.filter((l) => l.phase === 'shard-failed');
-  const status: RunStatus = evidence.aborted ? 'aborted' : failedShards.length ? 'failed' : 'completed';
+  const missingShards = evidence.missingShards ?? [];
+  const status: RunStatus = evidence.aborted
+    ? 'aborted'
+    : failedShards.length
+      ? 'failed'
+      : missingShards.length
+        ? 'partial'
+        : 'completed';
+  const shardCount = missingShards.length ? (evidence.lifecycle[0]?.shard.count ?? null) : null;
   const gaps = evidence.tokenStats.filter((s) => s.gapMeanMs !== null);
   const sloStopped = evidence.lifecycle.find((l) => l.endReason === 'slo-failed');
   const endReason: RunSummary['endReason'] = evidence.aborted
@@ -76,7 +91,10 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
       ? 'aborted by request'
       : sloStopped
         ? `stopped: SLO failed (${sloStopped.reason ?? 'thresholds'})`
-        : failedShards.map((l) => l.reason ?? 'shard failed').join('; ') || null,
+        : [
+            ...failedShards.map((l) => l.reason ?? 'shard failed'),
+            ...(missingShards.length ? [missingShardsReason(missingShards, shardCount)] : []),
+          ].join('; ') || null,
     startedAt,
     endedAt,
     requests,
@@ -139,6 +157,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
       },
       slo,
     ),
+    telemetry: telemetryCompleteness(evidence.lifecycle, windows, missingShards),
   };
   if (endReason) summary.endReason = endReason;
   const scenario = evidence.spec?.scenario;

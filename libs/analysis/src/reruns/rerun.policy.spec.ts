@@ -1,4 +1,13 @@
-import { decideRerun, mayRerunAfter } from './rerun.policy';
+import type { RunSummary } from '@fathom/contracts';
+import {
+  campaignRunHistory,
+  decideRerun,
+  measurementInvalidity,
+  rerunBackoffMs,
+  rerunReason,
+  rerunRefusal,
+  mayRerunAfter,
+} from './rerun.policy';
 
 describe(decideRerun.name, () => {
   const config = { maxReruns: 2, cooldownMs: 5000 };
@@ -23,6 +32,127 @@ describe(decideRerun.name, () => {
   it('does not rerun while the run still goes', () => {
     expect(decideRerun(config, { ...idle, lastRunEndedAt: null }, 20_000).start).toBe(false);
   });
+
+  it('waits the longer of the cool-down and the backoff', () => {
+    const backoff = { maxReruns: 5, cooldownMs: 5000, backoffMs: 4000, backoffMaxMs: 60_000 };
+    expect(decideRerun(backoff, { ...idle, rerunsStarted: 0 }, 12_000)).toEqual({
+      start: true,
+      delayMs: 3000,
+    });
+    expect(decideRerun(backoff, { ...idle, rerunsStarted: 2 }, 12_000)).toEqual({
+      start: true,
+      delayMs: 8000,
+    });
+  });
+});
+
+describe(campaignRunHistory.name, () => {
+  const run = (
+    trigger: 'api' | 'rerun',
+    status: 'pending' | 'running' | 'completed',
+    endedAt: number | null,
+  ) => ({
+    trigger,
+    status,
+    endedAt,
+  });
+
+  it('counts reruns and takes the latest end when every run ended', () => {
+    expect(
+      campaignRunHistory(
+        [run('api', 'completed', 1000), run('rerun', 'completed', 3000), run('api', 'completed', 2000)],
+        false,
+      ),
+    ).toEqual({ rerunsStarted: 1, rerunPending: false, lastRunEndedAt: 3000 });
+  });
+
+  it('has no last end while a run still goes, and none for a campaign without runs', () => {
+    expect(
+      campaignRunHistory([run('api', 'completed', 1000), run('api', 'running', null)], false).lastRunEndedAt,
+    ).toBeNull();
+    expect(campaignRunHistory([], false)).toEqual({
+      rerunsStarted: 0,
+      rerunPending: false,
+      lastRunEndedAt: null,
+    });
+  });
+
+  it('holds a rerun pending while one waits or an unended rerun exists', () => {
+    expect(campaignRunHistory([run('api', 'completed', 1000)], true).rerunPending).toBe(true);
+    expect(campaignRunHistory([run('rerun', 'pending', null)], false).rerunPending).toBe(true);
+    expect(campaignRunHistory([run('api', 'running', null)], false).rerunPending).toBe(false);
+  });
+});
+
+describe(rerunReason.name, () => {
+  it('joins the asked-for reason and the invalidity, or says none', () => {
+    expect(rerunReason('tier SLO-0 -> SLO-1', 'invalid measurement: x')).toBe(
+      'tier SLO-0 -> SLO-1; invalid measurement: x',
+    );
+    expect(rerunReason(null, 'invalid measurement: x')).toBe('invalid measurement: x');
+    expect(rerunReason(null, null)).toBeNull();
+  });
+});
+
+function runSummary(): RunSummary {
+  const quantiles = { count: 100, mean: 200, p50: 190, p95: 400, p99: 610, max: 700 };
+  return {
+    status: 'completed',
+    reason: null,
+    startedAt: 1_700_000_000_000,
+    endedAt: 1_700_000_010_000,
+    requests: 100,
+    errors: 0,
+    errorRate: 0,
+    errorClasses: {},
+    dropped: 0,
+    latencyMs: { e2e: quantiles, correctedE2e: quantiles, ttft: quantiles, itl: quantiles },
+    throughput: { requestsPerSec: 10, outputTokensPerSec: 640 },
+    tokens: { input: 2000, output: 6400 },
+    semantic: {
+      responses: 100,
+      outputTokens: 6400,
+      gapMeanMs: 14,
+      tokenCountMismatches: 0,
+      detectorSignals: 0,
+    },
+    gpu: { scrapes: 0, gaps: 0, last: {} },
+    tier: 'SLO-0',
+    tierChanges: [],
+    slo: { passed: true, failures: [] },
+  };
+}
+
+describe(measurementInvalidity.name, () => {
+  it('takes the analyzer verdict when the report carries one', () => {
+    const reasons = [{ kind: 'generator-bottleneck', detail: 'client CPU 97 %' }];
+    expect(measurementInvalidity(runSummary(), { valid: false, reasons })).toBe(
+      'invalid measurement: generator-bottleneck: client CPU 97 %',
+    );
+    expect(measurementInvalidity({ ...runSummary(), dropped: 500 }, { valid: true, reasons: [] })).toBeNull();
+  });
+
+  it('falls back to dropped iterations and token-count mismatches without a verdict', () => {
+    expect(measurementInvalidity(runSummary(), undefined)).toBeNull();
+    expect(measurementInvalidity({ ...runSummary(), requests: 90, dropped: 10 }, undefined)).toMatch(
+      /generator-bottleneck: 10 of 100 iterations dropped/,
+    );
+    const mismatched = {
+      ...runSummary(),
+      semantic: { ...runSummary().semantic, responses: 100, tokenCountMismatches: 6 },
+    };
+    expect(measurementInvalidity(mismatched, undefined)).toMatch(/token-count-mismatch: 6 of 100/);
+  });
+
+  it('never reruns an aborted or failed run for its measurement', () => {
+    expect(measurementInvalidity({ ...runSummary(), status: 'aborted', dropped: 999 }, undefined)).toBeNull();
+  });
+});
+
+describe(rerunBackoffMs.name, () => {
+  it('leaves the first rerun to the cool-down, then doubles up to the cap', () => {
+    expect([0, 1, 2, 3, 10].map((n) => rerunBackoffMs(n, 1000, 6000))).toEqual([0, 1000, 2000, 4000, 6000]);
+  });
 });
 
 describe(mayRerunAfter.name, () => {
@@ -30,5 +160,19 @@ describe(mayRerunAfter.name, () => {
     expect(mayRerunAfter('aborted')).toBe(false);
     expect(mayRerunAfter('completed')).toBe(true);
     expect(mayRerunAfter('failed')).toBe(true);
+  });
+});
+
+describe(rerunRefusal.name, () => {
+  it('refuses to rerun a client-bound run with the identical spec, with the advice', () => {
+    const reasons = [
+      { kind: 'no-steady-state', detail: 'too short' },
+      { kind: 'client-bound', detail: 'the client limited this run. Advice: lower load.recordsPerSecond' },
+    ];
+    expect(rerunRefusal({ valid: false, reasons })).toBe(
+      'client-bound, no rerun of the identical spec: the client limited this run. Advice: lower load.recordsPerSecond',
+    );
+    expect(rerunRefusal({ valid: false, reasons: [reasons[0]] })).toBeNull();
+    expect(rerunRefusal(undefined)).toBeNull();
   });
 });

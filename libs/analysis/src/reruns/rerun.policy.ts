@@ -1,12 +1,20 @@
+import type { RunStatus, RunSummary, RunTrigger } from '@fathom/contracts';
+
 /**
- * Whether a tier or breaker change may start a rerun of a campaign. Reruns are bounded so that
- * no storm can start: at most `maxReruns` per campaign, never sooner than `cooldownMs` after
- * the previous run of the campaign ended, and one pending rerun at a time (requests while one
- * is pending are folded into it: the debounce).
+ * When a finished run is rerun, all of it in one place; the orchestrator only gathers the facts
+ * and stores the decision.
+ * - Why: a change asked for during the run (tier, breaker) and/or an invalid measurement
+ *   (`measurementInvalidity`), joined by `rerunReason`.
+ * - Whether and when (`decideRerun`): at most `maxReruns` per campaign, one pending at a time
+ *   (later asks fold into it: the debounce), never sooner than `cooldownMs` after the campaign's
+ *   last run ended, nor sooner than the exponential backoff (`rerunBackoffMs`).
  */
 export interface RerunPolicyConfig {
   readonly maxReruns: number;
   readonly cooldownMs: number;
+  /** Backoff base and cap (ms); absent or 0: the cool-down alone. */
+  readonly backoffMs?: number;
+  readonly backoffMaxMs?: number;
 }
 
 export interface CampaignRunHistory {
@@ -32,7 +40,92 @@ export function decideRerun(
   }
   if (history.lastRunEndedAt === null) return { start: false, reason: 'the run is still going' };
   const readyAt = history.lastRunEndedAt + config.cooldownMs;
-  return { start: true, delayMs: Math.max(0, readyAt - now) };
+  const backoffMs = rerunBackoffMs(history.rerunsStarted, config.backoffMs ?? 0, config.backoffMaxMs ?? 0);
+  return { start: true, delayMs: Math.max(0, readyAt - now, backoffMs) };
+}
+
+/** A stored run of the campaign, as far as the policy reads it. */
+export interface CampaignRun {
+  readonly trigger: RunTrigger;
+  readonly status: RunStatus;
+  readonly endedAt: number | null;
+}
+
+/** The history `decideRerun` reads, from every run of the campaign and whether a rerun waits. */
+export function campaignRunHistory(runs: readonly CampaignRun[], rerunWaiting: boolean): CampaignRunHistory {
+  const ended = runs.map((r) => r.endedAt).filter((t): t is number => t !== null);
+  const reruns = runs.filter((r) => r.trigger === 'rerun');
+  return {
+    rerunsStarted: reruns.length,
+    // Waiting for its time, or started and not yet ended.
+    rerunPending: rerunWaiting || reruns.some((r) => r.status === 'pending' || r.status === 'running'),
+    lastRunEndedAt: runs.some((r) => r.endedAt === null) ? null : ended.length ? Math.max(...ended) : null,
+  };
+}
+
+/**
+ * Exponential backoff on top of the cool-down: the first rerun of a campaign waits only the
+ * cool-down; with n reruns already started the next waits at least base x 2^(n-1), capped, so
+ * repeated triggers space out.
+ */
+export function rerunBackoffMs(rerunsStarted: number, baseMs: number, maxMs: number): number {
+  if (baseMs <= 0 || rerunsStarted <= 0) return 0;
+  return Math.min(maxMs, baseMs * 2 ** Math.min(rerunsStarted - 1, 30));
+}
+
+/**
+ * The analyzer's verdict on whether a run measured the target (`RunReport.validity`, added by
+ * the analyzer). Read structurally so that a producer that does not send it is still understood.
+ */
+export interface ReportedValidity {
+  readonly valid: boolean;
+  readonly reasons: ReadonlyArray<{ readonly kind: string; readonly detail: string }>;
+}
+
+/**
+ * Fallback bounds used only when the report carries no validity verdict. Our choice, not the
+ * spec's: beyond 5 % of iterations dropped the generator, not the target, shaped the load; beyond
+ * 5 % of responses whose client and server token counts disagree, per-token figures are unreliable.
+ */
+export const MAX_DROPPED_FRACTION = 0.05;
+export const MAX_TOKEN_MISMATCH_FRACTION = 0.05;
+
+/**
+ * Why a finished run must not be rerun as it is, or null. A client-bound run (the generator, not
+ * the target, limited it) rerun with the identical spec measures the same distortion again; the
+ * run ends with the report's advice instead (lower the record budget, more shards, more cores).
+ */
+export function rerunRefusal(validity: ReportedValidity | undefined): string | null {
+  const bound = validity?.reasons.find((r) => r.kind === 'client-bound');
+  return bound ? `client-bound, no rerun of the identical spec: ${bound.detail}` : null;
+}
+
+/** Why a finished run's measurement is invalid (a rerun reason), or null when it is valid. */
+export function measurementInvalidity(
+  summary: RunSummary,
+  validity: ReportedValidity | undefined,
+): string | null {
+  if (summary.status !== 'completed') return null;
+  if (validity) {
+    if (validity.valid) return null;
+    const reasons = validity.reasons.map((r) => `${r.kind}: ${r.detail}`);
+    return `invalid measurement: ${reasons.length ? reasons.join('; ') : 'reported invalid'}`;
+  }
+  const attempted = summary.requests + summary.dropped;
+  if (attempted > 0 && summary.dropped / attempted > MAX_DROPPED_FRACTION) {
+    return `invalid measurement: generator-bottleneck: ${summary.dropped} of ${attempted} iterations dropped (> ${MAX_DROPPED_FRACTION * 100} %)`;
+  }
+  const responses = summary.semantic.responses;
+  if (responses > 0 && summary.semantic.tokenCountMismatches / responses > MAX_TOKEN_MISMATCH_FRACTION) {
+    return `invalid measurement: token-count-mismatch: ${summary.semantic.tokenCountMismatches} of ${responses} responses (> ${MAX_TOKEN_MISMATCH_FRACTION * 100} %)`;
+  }
+  return null;
+}
+
+/** The reason a finished run is considered for a rerun, or null when nothing asks for one. */
+export function rerunReason(requested: string | null, invalidity: string | null): string | null {
+  const reasons = [requested, invalidity].filter((r): r is string => r !== null && r !== '');
+  return reasons.length > 0 ? reasons.join('; ') : null;
 }
 
 /**

@@ -4,6 +4,7 @@ import { ScenarioSchema } from './scenario.schema';
 import { LoadProfileSchema } from './load-profile.schema';
 import { SemanticSpecSchema } from './semantic.schema';
 import { ReportSpecSchema } from './report.schema';
+import { SecretSchema } from './secret.schema';
 
 export const TierRerunPolicySchema = z
   .object({
@@ -21,7 +22,8 @@ export const CampaignSpecSchema = z
       .object({
         /** Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 */
         baseUrl: z.string().url(),
-        apiKey: z.string().optional(),
+        /** Sent as `Authorization: Bearer`; by reference over the API (see SecretRefSchema). */
+        apiKey: SecretSchema.optional(),
         /** Prometheus endpoint(s) for the gpu-collector to scrape while the run lasts. */
         metricsUrls: z.array(z.string().url()).default([]),
       })

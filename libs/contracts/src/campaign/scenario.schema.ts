@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DatasetSchema, PerturbationSchema } from './dataset.schema';
 import { ToolContractSchema, ToolFallbackSchema } from '../events/tool-call.event';
+import { HeadersSchema, SecretSchema } from './secret.schema';
 
 export const TokenizerSpecSchema = z.union([
   z.enum(['o200k_base', 'cl100k_base']),
@@ -85,7 +86,7 @@ export const HttpStepSchema = z
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
     /** Appended to the target's baseUrl. */
     path: z.string().startsWith('/'),
-    headers: z.record(z.string(), z.string()).default({}),
+    headers: HeadersSchema.default({}),
     /** JSON body; sent as-is. */
     body: z.unknown().optional(),
     /** Steps that must finish (with every assertion passing) before this one starts. */
@@ -157,7 +158,7 @@ export const ToolChainScenarioSchema = z
             parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
             /** Where Fathom POSTs the model's arguments (appended to the target's origin). */
             invokePath: z.string().startsWith('/'),
-            headers: z.record(z.string(), z.string()).default({}),
+            headers: HeadersSchema.default({}),
             /** Declared response contract: answers are checked against it (schema drift). */
             contract: ToolContractSchema.optional(),
             /** Main-path timeout of one call (spec: 800 ms); absent: only the request timeout. */
@@ -197,7 +198,7 @@ export const RagScenarioSchema = z
       .object({
         /** Qdrant's REST address, e.g. http://127.0.0.1:6333; absent: the target's origin. */
         url: z.string().url().optional(),
-        apiKey: z.string().optional(),
+        apiKey: SecretSchema.optional(),
         collection: z.string().min(1).default('fathom'),
         /** Created before the load starts when it does not exist (Qdrant: one dense vector). */
         create: z

@@ -91,13 +91,36 @@ export const MeasurementValiditySchema = z.object({
        * `client-bound`: the load-generator's own health (event-loop delay, CPU busy, send
        * lateness, in-flight backlog) says the client, not the target, limited the run.
        */
-      kind: z.enum(['generator-bottleneck', 'client-bound', 'token-count-mismatch', 'no-steady-state']),
+      kind: z.enum([
+        'generator-bottleneck',
+        'client-bound',
+        'token-count-mismatch',
+        'no-steady-state',
+        'telemetry-lost',
+      ]),
       detail: z.string(),
       figures: z.record(z.string(), z.number()),
     }),
   ),
 });
 export type MeasurementValidity = z.infer<typeof MeasurementValiditySchema>;
+
+export const RunTelemetryCompletenessSchema = z.object({
+  /** Requests the generators of the shards that ended say they sent (their shard-end counts). */
+  requestsCounted: z.number().int().nonnegative(),
+  /** Of those, requests in no stored window. */
+  requestsMissing: z.number().int().nonnegative(),
+  /** Shards that started and never ended: their generator died or was cut off. */
+  shardsMissing: z.array(
+    z.object({
+      index: z.number().int().nonnegative(),
+      generatorId: z.string().nullable(),
+      /** When the analyzer last heard of the shard (window or lifecycle), epoch ms. */
+      lastSeenAt: z.number().nullable(),
+    }),
+  ),
+});
+export type RunTelemetryCompleteness = z.infer<typeof RunTelemetryCompletenessSchema>;
 
 /** A run's summary: what `GET /v1/runs/:id` returns and `fathom run` prints. */
 export const RunSummarySchema = z.object({
@@ -179,6 +202,12 @@ export const RunSummarySchema = z.object({
       embedded: z.number().int().nonnegative().nullable(),
     })
     .optional(),
+  /**
+   * How complete the measurement is against the generators' own counts: requests they sent that
+   * no stored window holds (telemetry lost on the way), and shards whose generator stopped
+   * reporting before the shard ended (`partial`). Absent in reports made before.
+   */
+  telemetry: RunTelemetryCompletenessSchema.optional(),
   /** The analyzer's verdict on whether the run measured the target (as on the report). */
   validity: MeasurementValiditySchema.optional(),
 });

@@ -2,7 +2,11 @@ import { z } from 'zod';
 import { envelopeShape } from '../envelope';
 import { CampaignSpecSchema } from '../campaign/campaign.schema';
 
-export const RunStatusSchema = z.enum(['pending', 'running', 'completed', 'failed', 'aborted']);
+/**
+ * `partial`: the run ended but a shard's generator stopped reporting before its end (killed, or
+ * cut off): the summary holds what was measured, and its reason names the shards missing.
+ */
+export const RunStatusSchema = z.enum(['pending', 'running', 'completed', 'partial', 'failed', 'aborted']);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 export const RunTriggerSchema = z.enum(['api', 'cli', 'rerun', 'schedule', 'alert', 'demo', 'shadow']);

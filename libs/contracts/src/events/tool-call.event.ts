@@ -1,3 +1,4 @@
+import { HeadersSchema } from '../campaign/secret.schema';
 import { z } from 'zod';
 
 /**
@@ -117,7 +118,7 @@ export type ToolContract = z.infer<typeof ToolContractSchema>;
 export const ToolFallbackSchema = z
   .object({
     /** Headers that route to the fallback instance, e.g. `{"x-tool-version": "v1.9"}`. */
-    headers: z.record(z.string(), z.string()).default({}),
+    headers: HeadersSchema.default({}),
     /** Default: the tool's own invokePath. */
     invokePath: z.string().startsWith('/').optional(),
     /** Timeout of the fallback call; default: the main call's `timeoutMs` + 200 ms (spec). */

@@ -1,27 +1,64 @@
 import { z } from 'zod';
 import { ShadowRequestSchema } from '../events/shadow.event';
+import { SecretSchema } from '../campaign/secret.schema';
+import { RE2JS } from 're2js';
 
 /**
  * What is scrubbed from a production request before it is stored or sent anywhere. Each rule
  * replaces a match with a fixed token, so the three targets still receive the same prompt and
- * its length class barely moves.
+ * its length class barely moves. Every pattern, the built-in detectors and the caller's, runs
+ * on RE2 (re2js): linear in the text, so `(a+)+$` cannot stall the orchestrator.
  */
 export const RedactionRulesSchema = z
   .object({
+    /** Email addresses, non-ASCII ones included (`josé.müller@exämple.de`). */
     emails: z.boolean().default(true),
-    /** API keys and bearer tokens: `sk-...`, `Bearer ...`, long hex or base64url runs. */
+    /**
+     * Credentials: `sk-...` style keys, `Bearer ...`, JWTs, AWS access key ids and secret keys,
+     * long hex/base64 runs, `password: ...` phrases, and the value of any field named like a
+     * credential (password, secret, token, api_key, authorization).
+     */
     keys: z.boolean().default(true),
-    /** Runs of 3 or more digits (card, phone, account, order numbers). */
+    /**
+     * Runs of 3 or more digits and phone numbers in any grouping (`+44 20 7946 0958`,
+     * `(555) 123-4567`), in text and as JSON numbers (sampling parameters are kept).
+     */
     numbers: z.boolean().default(true),
-    /** Extra patterns (JavaScript regex source, applied globally) and their replacement. */
+    /** Extra patterns (RE2 syntax: no backreferences or lookarounds) and their replacement. */
     patterns: z
-      .array(z.object({ regex: z.string().min(1), replacement: z.string().default('[REDACTED]') }).strict())
+      .array(
+        z
+          .object({
+            regex: z
+              .string()
+              .min(1)
+              .max(1000)
+              .refine(
+                (source) => compiles(source),
+                'not a valid RE2 pattern (no backreferences or lookarounds)',
+              ),
+            replacement: z.string().default('[REDACTED]'),
+          })
+          .strict(),
+      )
+      .max(64)
       .default([]),
   })
   .strict();
+
+function compiles(source: string): boolean {
+  try {
+    RE2JS.compile(source);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export type RedactionRules = z.infer<typeof RedactionRulesSchema>;
 
-const TargetSchema = z.object({ baseUrl: z.string().url(), apiKey: z.string().optional() }).strict();
+/** `apiKey` by reference over the API (see SecretRefSchema); resolved when the campaign runs. */
+const TargetSchema = z.object({ baseUrl: z.string().url(), apiKey: SecretSchema.optional() }).strict();
 
 /** A production request as a JSONL line or an inline entry: the body, and optionally its labels. */
 export const ShadowLineSchema = ShadowRequestSchema.pick({ body: true, intent: true }).extend({

@@ -29,7 +29,7 @@ export interface ScrapeResult {
 /** The subset of `fetch` this module needs (undici's by default; injectable for tests). */
 export type FetchLike = (
   url: string,
-  init: { signal: AbortSignal; headers: Record<string, string> },
+  init: { signal: AbortSignal; headers: Record<string, string>; redirect: 'manual' },
 ) => Promise<{
   ok: boolean;
   status: number;
@@ -58,14 +58,18 @@ export async function scrapeSource(
   try {
     let body: string;
     try {
+      // A redirect could lead outside FATHOM_ALLOWED_TARGETS (a metadata address): not followed.
       const response = await fetchImpl(target.url, {
         signal: controller.signal,
         headers: { accept: ACCEPT },
+        redirect: 'manual',
       });
       if (!response.ok) {
         // Drain so the connection can be reused; the body is not a reading.
         await response.text().catch(() => undefined);
-        return gap('down', `HTTP ${response.status} from ${target.url}`);
+        const redirected =
+          response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : '';
+        return gap('down', `HTTP ${response.status} from ${target.url}${redirected}`);
       }
       body = await response.text();
     } catch (error) {
@@ -78,7 +82,8 @@ export async function scrapeSource(
       return { health: 'ok', samples: parsed.samples, durationMs: Date.now() - started };
     } catch (error) {
       if (error instanceof GpuParseError) return gap('garbage', `${target.url}: ${error.message}`);
-      throw error;
+      // Whatever else a parser throws on what the endpoint sent is still an unreadable answer.
+      return gap('garbage', `${target.url}: unreadable answer (${describe(error)})`);
     }
   } finally {
     clearTimeout(timer);

@@ -11,6 +11,8 @@ const xml = new XMLParser({
   parseTagValue: false,
   trimValues: true,
   isArray: (name) => name === 'gpu' || name === 'mig_device',
+  // nvidia-smi's document is 6 levels deep; this bounds the parser's recursion on hostile input.
+  maxNestedTags: 64,
 });
 
 function child(node: unknown, name: string): XmlNode | undefined {
@@ -36,11 +38,21 @@ function text(node: unknown, name: string): string | undefined {
  * readings with instance = `gpu_instance_id` (the same id DCGM calls `GPU_I_ID`).
  */
 export function parseNvidiaSmiXml(textIn: string): NormalisedSample[] {
-  const valid = XMLValidator.validate(textIn);
-  if (valid !== true) {
-    throw new GpuParseError(`nvidia-smi XML is not well-formed: ${valid.err.msg} (line ${valid.err.line})`);
+  let doc: XmlNode;
+  try {
+    const valid = XMLValidator.validate(textIn);
+    if (valid !== true) {
+      throw new GpuParseError(`nvidia-smi XML is not well-formed: ${valid.err.msg} (line ${valid.err.line})`);
+    }
+    doc = xml.parse(textIn) as XmlNode;
+  } catch (error) {
+    if (error instanceof GpuParseError) throw error;
+    // fast-xml-parser throws a plain Error (or overflows its stack) on what its validator let
+    // through: two DOCTYPEs, an unclosed processing instruction after the root, deep nesting.
+    throw new GpuParseError(
+      `nvidia-smi XML cannot be parsed: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
-  const doc = xml.parse(textIn) as XmlNode;
   const log = child(doc, 'nvidia_smi_log');
   if (!log) throw new GpuParseError('XML has no <nvidia_smi_log> root: not `nvidia-smi -q -x` output');
   const gpus = Array.isArray(log['gpu']) ? (log['gpu'] as XmlNode[]) : [];

@@ -253,9 +253,9 @@ export async function measureTimingAccuracy(options: TimingAccuracyOptions): Pro
   }
 }
 
-/** Runs timing-accuracy.worker.ts (TypeScript, compiled on load as the benches do) and awaits its result. */
+/** Runs timing-accuracy.worker.ts (TypeScript, compiled on load by the workspace's one bootstrap) and awaits its result. */
 function runOnWorker(data: TimingWorkerData): Promise<TimingWorkerResult> {
-  const register = join(__dirname, '..', '..', '..', '..', 'bench', 'ts-register.js');
+  const register = join(__dirname, '..', '..', '..', 'testing', 'src', 'ts-register.js');
   const entry = join(__dirname, 'timing-accuracy.worker.ts');
   const worker = new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(entry)});`, {
     eval: true,

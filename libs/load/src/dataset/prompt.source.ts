@@ -3,6 +3,7 @@ import type { Dataset, EmbeddingsScenario, ChatScenario } from '@fathom/contract
 import { SeededRandom } from '../random/seeded-random';
 import { perturbPrompt } from '../perturb/prompt.perturbation';
 import { DatasetParseError } from './dataset-parse.error';
+import { jsonErrorReason } from './json-error.util';
 import type { PromptItem } from './prompt-item';
 import { drawTokenLength, exactSyntheticText, syntheticText } from './synthetic-text.util';
 import { O200K_BASE, type TextTokenizer } from './text.tokenizer';
@@ -71,7 +72,7 @@ export function parsePromptJsonl(text: string, file: string, field: string): str
     try {
       value = JSON.parse(raw);
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     const prompt = (value as Record<string, unknown> | null)?.[field];
     if (typeof prompt !== 'string' || prompt === '')
@@ -100,7 +101,7 @@ export function parseShareGpt(text: string, file: string, maxTurns: number): Mes
     } catch (error) {
       const position = /position (\d+)/.exec((error as Error).message);
       const line = position ? text.slice(0, Number(position[1])).split('\n').length : 1;
-      throw new DatasetParseError(file, line, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, line, jsonErrorReason(error));
     }
     // Line of each entry is not known after JSON.parse; the entry index is reported instead.
     entries = (parsed as ShareGptConversation[]).map((conversation, i) => ({ conversation, line: -(i + 1) }));
@@ -111,7 +112,7 @@ export function parseShareGpt(text: string, file: string, maxTurns: number): Mes
       try {
         entries.push({ conversation: JSON.parse(raw), line: i + 1 });
       } catch (error) {
-        throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+        throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
       }
     });
   }

@@ -1,6 +1,7 @@
 import type { ColumnMapping } from '@fathom/contracts';
 import { DatasetParseError } from './dataset-parse.error';
 import type { MediaPart } from './prompt-item';
+import { jsonErrorReason } from './json-error.util';
 
 /** One row of a JSONL or CSV dataset, mapped by the campaign's columns. */
 export interface MappedRow {
@@ -173,7 +174,7 @@ export function parseJsonlDataset(text: string, file: string, columns: ColumnMap
     try {
       value = JSON.parse(raw);
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value))
       throw new DatasetParseError(file, i + 1, 'each line must be a JSON object');

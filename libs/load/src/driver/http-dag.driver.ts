@@ -1,5 +1,5 @@
 import { Pool } from 'undici';
-import type { ErrorClass, HttpScenario, ToolCallObservation } from '@fathom/contracts';
+import { headerTexts, type ErrorClass, type HttpScenario, type ToolCallObservation } from '@fathom/contracts';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBody } from './http-body.util';
 import { httpStepToolName } from '@fathom/semantic';
@@ -70,7 +70,7 @@ export class HttpDagDriver implements RequestDriver {
       headers: {
         ...auth,
         ...(step.body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...step.headers,
+        ...headerTexts(step.headers),
       },
       body: step.body === undefined ? undefined : JSON.stringify(step.body),
       dependsOn: step.dependsOn,

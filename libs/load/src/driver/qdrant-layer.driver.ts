@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { QdrantClient, QdrantClientTimeoutError, withHeaders } from '@qdrant/js-client-rest';
-import type { RagScenario } from '@fathom/contracts';
+import { secretText, type RagScenario } from '@fathom/contracts';
 import type { PromptSource } from '../dataset/prompt.source';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
@@ -43,7 +43,7 @@ export class QdrantLayerDriver implements RequestDriver {
     const url = q.url ?? new URL(target.baseUrl).origin;
     this.client = new QdrantClient({
       url,
-      ...(q.apiKey === undefined ? {} : { apiKey: q.apiKey }),
+      ...(q.apiKey === undefined ? {} : { apiKey: secretText(q.apiKey) }),
       timeout: options.requestTimeoutMs,
       maxConnections: options.connections,
       checkCompatibility: false,

@@ -1,5 +1,10 @@
 import { Pool } from 'undici';
-import type { ErrorClass, ToolCallObservation, ToolChainScenario } from '@fathom/contracts';
+import {
+  headerTexts,
+  type ErrorClass,
+  type ToolCallObservation,
+  type ToolChainScenario,
+} from '@fathom/contracts';
 import { ChatStreamAssembler } from '@fathom/semantic';
 import { countOutputTokens } from './output-token-count.util';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
@@ -147,7 +152,13 @@ export class ToolChainDriver implements RequestDriver {
     const { spec, observer } = tool;
     const fallback = spec.fallback;
     const mainTimeoutMs = spec.timeoutMs ?? (fallback ? DEFAULT_MAIN_TIMEOUT_MS : undefined);
-    const main = await this.callTool(spec.invokePath, args, request, spec.headers, mainTimeoutMs);
+    const main = await this.callTool(
+      spec.invokePath,
+      args,
+      request,
+      headerTexts(spec.headers),
+      mainTimeoutMs,
+    );
     const seen =
       main.kind === 'answer'
         ? observeToolCall(observer, main.status, main.headers, main.text, main.capped)
@@ -162,7 +173,7 @@ export class ToolChainDriver implements RequestDriver {
       fallback.invokePath ?? spec.invokePath,
       args,
       request,
-      { ...spec.headers, ...fallback.headers },
+      headerTexts({ ...spec.headers, ...fallback.headers }),
       fallback.timeoutMs ?? (mainTimeoutMs ?? DEFAULT_MAIN_TIMEOUT_MS) + FALLBACK_EXTRA_MS,
     );
     const fellBack =

@@ -1,4 +1,4 @@
-import type { CampaignSpec, Scenario } from '@fathom/contracts';
+import { secretText, type CampaignSpec, type Scenario } from '@fathom/contracts';
 import { loadDataset, PromptSource, promptItemFromText, promptSourceFor } from '../dataset/prompt.source';
 import { EmbeddingsDriver } from '../driver/embeddings.driver';
 import { HttpDagDriver } from '../driver/http-dag.driver';
@@ -44,27 +44,28 @@ export function createDriver(
   source: PromptSource,
 ): RequestDriver {
   const scenario = spec.scenario;
+  const target = { ...spec.target, apiKey: secretText(spec.target.apiKey) };
   switch (scenario.type) {
     case 'chat':
-      return new OpenAiChatDriver(scenario, spec.target, options);
+      return new OpenAiChatDriver(scenario, target, options);
     case 'embeddings':
-      return new EmbeddingsDriver(scenario, spec.target, options, source);
+      return new EmbeddingsDriver(scenario, target, options, source);
     case 'http':
-      return new HttpDagDriver(scenario, spec.target, options);
+      return new HttpDagDriver(scenario, target, options);
     case 'tool-chain':
-      return new ToolChainDriver(scenario, spec.target, options);
+      return new ToolChainDriver(scenario, target, options);
     case 'rag':
       if (scenario.qdrant)
         return new QdrantLayerDriver(
           { ...scenario, qdrant: scenario.qdrant },
-          spec.target,
+          target,
           { ...options, requestTimeoutMs: spec.load.requestTimeoutMs },
           source,
         );
-      return new RagLayerDriver(scenario, spec.target, options, source);
+      return new RagLayerDriver(scenario, target, options, source);
     case 'agents':
-      return new AgentsWorkflowDriver(scenario, spec.target, options);
+      return new AgentsWorkflowDriver(scenario, target, options);
     case 'agent-loop':
-      return new AgentLoopDriver(scenario, spec.target, options);
+      return new AgentLoopDriver(scenario, target, options);
   }
 }

@@ -1,7 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { CampaignSpec, LoadProfile, LoadSegment, RequestRecord, ShardCounts } from '@fathom/contracts';
 import * as hdr from 'hdr-histogram-js';
-import { AimdController, type AimdStep } from '../adaptive/aimd.controller';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
 import type { PromptSource } from '../dataset/prompt.source';
 import type { PromptItem } from '../dataset/prompt-item';
@@ -14,23 +13,25 @@ import {
   type RequestDriver,
 } from '../driver/request-outcome';
 import { errorText } from '../driver/error-class.util';
-import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
-import type { RequestSample } from '../measure/window.recorder';
 import { PhasedRecorder, type PhaseSlot } from '../measure/phased.recorder';
 import { SloAbortWatch } from '../threshold/slo-abort.watch';
 import { GeneratorHealthMonitor, clientBoundReason } from '../measure/generator-health';
 import { RecordBudget } from '../measure/record-budget';
 import { WindowEncoder } from '../measure/window.encoder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
-import { replaySchedule, scheduleFor, type ArrivalSchedule } from '../profile/arrival.schedule';
+import { replaySchedule, scheduleFor } from '../profile/arrival.schedule';
 import { intentPathsOf, loadReplay } from '../profile/replay.loader';
 import { TracePromptBuilder } from '../dataset/trace-prompt.builder';
 import { shareOf } from '../profile/shard-share.util';
 import { SeededRandom, deriveSeed } from '../random/seeded-random';
 import { Sleeper } from './sleeper';
 import { createDriver, promptSourceOf } from './driver.factory';
-import { tpotMs } from './tpot.util';
+import { ShardAccounting } from './shard.accounting';
 import { runSweep, type StepTag, type SweepResult } from './sweep.executor';
+import { runAdaptive, type AdaptiveTrace } from './adaptive.executor';
+import { runClosed } from './closed.executor';
+import type { AdaptiveExecutorContext } from './executor.context';
+import { runOpen } from './open.executor';
 
 /** Outputs only consume and must never block the engine (k6's rule): both are called inline. */
 export interface TelemetrySink {
@@ -64,14 +65,7 @@ export interface RunShardOptions {
   tap?: (requestId: string, outcome: DriverOutcome, sentMono: number) => void;
 }
 
-export interface AdaptiveTrace {
-  atMs: number;
-  p95Ms: number | null;
-  gpuMemoryUsed: number | null;
-  concurrency: number;
-  inputScale: number;
-  reason: AimdStep['reason'];
-}
+export type { AdaptiveTrace } from './adaptive.executor';
 
 /** The contract's counts (the service adds recordsPublished/windowsPublished) and what only we know. */
 export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'windowsPublished'> {
@@ -96,25 +90,17 @@ export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'win
 }
 
 const CLOSED_DEFAULT: LoadProfile = { type: 'closed', seed: 1, thinkTimeMs: 0, thinkTimeJitterMs: 0 };
-/** A gated virtual user waits this long before it asks the gate again (no busy loop). */
-const GATED_BACKOFF_MS = 100;
-const ADAPTIVE_TRACE_CAP = 600;
-
-/** Resolves in a later macrotask (after the event loop's next poll for I/O). */
-function nextMacrotask(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** Runs shard `shard.index` of `shard.count` of a campaign until its duration ends or `signal` aborts. */
 export async function runShard(options: RunShardOptions): Promise<ShardResult> {
-  const engine = new ShardEngine(options);
+  const engine = new ShardRun(options);
   return engine.run();
 }
 
-class ShardEngine {
+class ShardRun implements AdaptiveExecutorContext {
   private readonly spec: CampaignSpec;
   private readonly profile: LoadProfile;
-  private readonly shard: { index: number; count: number };
+  readonly shard: { index: number; count: number };
   /** One window recorder per phase (sweep step x warm-up/measured/cool-down). */
   private readonly recorder: PhasedRecorder;
   /** The current step (the whole run unless sweeping) and its time span, for its segments. */
@@ -128,7 +114,7 @@ class ShardEngine {
   private runStartMono = 0;
   /** Encodes closed windows in later macrotasks (one histogram each), delivering them in order. */
   private readonly encoder: WindowEncoder;
-  private readonly sleeper = new Sleeper();
+  readonly sleeper = new Sleeper();
   /**
    * In-flight requests in start order. Every request has the same timeout, so this is also
    * deadline order: one timer, armed for the oldest deadline, serves them all (no timer per
@@ -137,30 +123,18 @@ class ShardEngine {
   private readonly cancels = new Set<TimedCancel>();
   private timeoutTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly shardHex: string;
-  /** Reused for every `recorder.observe` (it reads the sample synchronously, never keeps it). */
-  private readonly sample: RequestSample = {
-    e2eMs: 0,
-    correctedE2eMs: 0,
-    ttftMs: null,
-    tpotMs: null,
-    chunkOffsetsMs: [],
-    errorClass: null,
-    inputTokens: 0,
-    outputTokens: 0,
-  };
-  private readonly sampling: SeededRandom;
   /** Which finished requests become records; adapts to `health` once a window. */
   private readonly records: RecordBudget;
-  private recordsInWindow = 0;
   private health: GeneratorHealthMonitor | null = null;
+  private readonly accounting: ShardAccounting;
   private readonly gate: (path: string) => boolean;
   private readonly windowMs: number;
   private readonly contentCapChars: number;
   private driver!: RequestDriver;
   private source: PromptSource | null = null;
   private tokenizer: TextTokenizer = O200K_BASE;
-  private stopped = false;
-  private inFlight = 0;
+  stopped = false;
+  inFlight = 0;
   private slotWaiter: (() => void) | null = null;
   private drainWaiter: (() => void) | null = null;
   private seq = 0;
@@ -168,7 +142,6 @@ class ShardEngine {
   private readonly epoch0 = Date.now();
   private readonly mono0 = performance.now();
   /** Latency tap for the adaptive controller (successful requests of the current interval). */
-  private intervalHistogram: hdr.Histogram | null = null;
   private readonly counts: ShardResult = {
     sent: 0,
     completed: 0,
@@ -201,14 +174,22 @@ class ShardEngine {
       deliver: (window) => this.deliverWindow(window),
       recycle: (histograms) => this.recorder.recycle(histograms),
     });
-    this.sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
+    const sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
     const fixedRate = this.spec.load.recordSampleRate;
     this.records =
       fixedRate !== undefined
-        ? RecordBudget.fixed(fixedRate, () => this.sampling.next())
+        ? RecordBudget.fixed(fixedRate, () => sampling.next())
         : RecordBudget.budget(this.spec.load.recordsPerSecond);
     this.gate = options.gate ?? (() => true);
     this.contentCapChars = options.contentCapChars ?? 2048;
+    this.accounting = new ShardAccounting({
+      counts: this.counts,
+      shardIndex: this.shard.index,
+      sink: options.sink,
+      records: this.records,
+      contentCapChars: this.contentCapChars,
+      epochAt: (mono) => this.epochAt(mono),
+    });
     this.shardHex = (this.shard.index & 0xffff).toString(16).padStart(4, '0');
   }
 
@@ -264,36 +245,42 @@ class ShardEngine {
       const p = this.profile;
       switch (p.type) {
         case 'closed':
-          await this.runClosed(
-            maxInFlight,
+          await runClosed(this, {
+            users: maxInFlight,
             endMono,
-            p.thinkTimeMs,
-            p.thinkTimeJitterMs,
-            new SeededRandom(deriveSeed(p.seed, this.shard.index)),
-          );
+            thinkTimeMs: p.thinkTimeMs,
+            thinkTimeJitterMs: p.thinkTimeJitterMs,
+            random: new SeededRandom(deriveSeed(p.seed, this.shard.index)),
+          });
           break;
         case 'constant-rate':
         case 'poisson':
         case 'gamma':
         case 'ramping-rate':
-          await this.runOpen(
-            scheduleFor(p, this.spec.load.durationMs, this.shard),
+          await runOpen(this, {
+            schedule: scheduleFor(p, this.spec.load.durationMs, this.shard),
             startMono,
             endMono,
             maxInFlight,
-            p,
-          );
+            lateToleranceMs: p.lateToleranceMs,
+            maxLatenessMs: p.maxLatenessMs,
+          });
           break;
         case 'replay':
-          await this.runOpen(
-            replaySchedule(replayArrivals ?? [], p.speed, this.spec.load.durationMs, this.shard, (a) =>
-              traceItems!.item(a),
+          await runOpen(this, {
+            schedule: replaySchedule(
+              replayArrivals ?? [],
+              p.speed,
+              this.spec.load.durationMs,
+              this.shard,
+              (a) => traceItems!.item(a),
             ),
             startMono,
             endMono,
             maxInFlight,
-            p,
-          );
+            lateToleranceMs: p.lateToleranceMs,
+            maxLatenessMs: p.maxLatenessMs,
+          });
           break;
         case 'sweep':
           this.counts.sweep = await runSweep(p, this.sweepContext(p, maxInFlight), {
@@ -303,7 +290,7 @@ class ShardEngine {
           });
           break;
         case 'adaptive':
-          this.counts.adaptive = await this.runAdaptive(p, endMono, maxInFlight);
+          this.counts.adaptive = await runAdaptive(this, p, endMono, maxInFlight);
           break;
       }
       await this.drained();
@@ -340,8 +327,7 @@ class ShardEngine {
         e2eP50Ms = e2e.getValueAtPercentile(50) / 1000;
       }
     }
-    const health = this.health?.sample(this.recordsInWindow, windowMs, e2eP50Ms) ?? null;
-    this.recordsInWindow = 0;
+    const health = this.health?.sample(this.accounting.takeRecordsInWindow(), windowMs, e2eP50Ms) ?? null;
     // A client-bound window halves the record budget: records are the client's main extra work.
     if (health !== null) this.records.adjust(clientBoundReason(health) !== null);
     for (const { phase, retired } of windows) {
@@ -403,10 +389,50 @@ class ShardEngine {
       },
       sent: () => this.counts.sent,
       beginStep: (tag, startMono, endMono) => this.beginStep(tag, startMono, endMono),
-      runClosed: (users, endMono, random) => this.runClosed(users, endMono, 0, 0, random),
-      runOpen: (schedule, startMono, endMono) => this.runOpen(schedule, startMono, endMono, maxInFlight, p),
+      runClosed: (users, endMono, random) =>
+        runClosed(this, { users, endMono, thinkTimeMs: 0, thinkTimeJitterMs: 0, random }),
+      runOpen: (schedule, startMono, endMono) =>
+        runOpen(this, {
+          schedule,
+          startMono,
+          endMono,
+          maxInFlight,
+          lateToleranceMs: p.lateToleranceMs,
+          maxLatenessMs: p.maxLatenessMs,
+        }),
       drained: () => this.drained(),
     };
+  }
+
+  countLate(intendedMono: number): void {
+    this.counts.late++;
+    this.slotAt(intendedMono).recorder.countLate();
+  }
+
+  countDropped(intendedMono: number): void {
+    this.counts.dropped++;
+    this.slotAt(intendedMono).recorder.countDropped();
+  }
+
+  countMissed(n: number): void {
+    this.counts.dropped += n;
+    if (n > 0) this.recorder.current.recorder.countDropped(n);
+  }
+
+  tapLatency(metric: 'ttft' | 'e2e'): hdr.Histogram {
+    return this.accounting.tapLatency(metric);
+  }
+
+  untapLatency(): void {
+    this.accounting.untapLatency();
+  }
+
+  readGpuMemory(): number | null {
+    return this.options.gpu?.read() ?? null;
+  }
+
+  setInputScale(scale: number): void {
+    this.inputScale = scale;
   }
 
   private deliverWindow(snapshot: WindowSnapshot): void {
@@ -456,12 +482,12 @@ class ShardEngine {
     return new Promise((resolve) => (this.drainWaiter = resolve));
   }
 
-  private waitForSlot(): Promise<void> {
+  waitForSlot(): Promise<void> {
     return new Promise((resolve) => (this.slotWaiter = resolve));
   }
 
   /** Sends one iteration intended at `intendedMono`; resolves when it has finished and been recorded. */
-  private async fire(intendedMono: number, planned?: PromptItem): Promise<DriverOutcome> {
+  async fire(intendedMono: number, planned?: PromptItem): Promise<DriverOutcome> {
     const item: PromptItem = planned ?? this.source!.next(this.inputScale);
     const seq = ++this.seq;
     const requestId = `${this.options.runId}-${this.shard.index}-${seq}`;
@@ -509,7 +535,7 @@ class ShardEngine {
     this.cancels.delete(cancel);
     this.inFlight--;
     slot.inFlight--;
-    this.account(outcome, requestId, traceId, intendedMono, startMono, item, slot);
+    this.accounting.account(outcome, requestId, traceId, intendedMono, startMono, item, slot);
     this.options.tap?.(requestId, outcome, startMono + (outcome.sendDelayMs ?? 0));
     const waiter = this.slotWaiter;
     this.slotWaiter = null;
@@ -520,218 +546,6 @@ class ShardEngine {
       drain();
     }
     return outcome;
-  }
-
-  private account(
-    outcome: DriverOutcome,
-    requestId: string,
-    traceId: string,
-    intendedMono: number,
-    startMono: number,
-    item: PromptItem,
-    slot: PhaseSlot,
-  ): void {
-    if (outcome.gated) {
-      this.counts.gated++;
-      return;
-    }
-    this.counts.sent++;
-    if (outcome.errorClass === null) this.counts.completed++;
-    else this.counts.errors++;
-    if (outcome.assertions)
-      for (const [name, passed] of Object.entries(outcome.assertions)) {
-        const tally = (this.counts.assertions[name] ??= { passed: 0, failed: 0 });
-        if (passed) tally.passed++;
-        else tally.failed++;
-      }
-    // The actual send is when the request reached the socket (drivers that can tell say so).
-    const sentMono = startMono + (outcome.sendDelayMs ?? 0);
-    const correctedE2eMs = sentMono + outcome.e2eMs - intendedMono;
-    const usage = outcome.usage;
-    const sample = this.sample;
-    sample.e2eMs = outcome.e2eMs;
-    sample.correctedE2eMs = correctedE2eMs;
-    sample.ttftMs = outcome.ttftMs;
-    sample.chunkOffsetsMs = outcome.chunkOffsetsMs;
-    sample.errorClass = outcome.errorClass;
-    sample.inputTokens = usage?.promptTokens ?? outcome.inputTokensClient;
-    sample.outputTokens = usage?.completionTokens ?? outcome.outputTokensClient;
-    sample.tpotMs = tpotMs(outcome.e2eMs, outcome.ttftMs, sample.outputTokens);
-    slot.recorder.observe(sample);
-    if (this.intervalHistogram && outcome.errorClass === null) {
-      const metric =
-        this.profile.type === 'adaptive' && this.profile.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
-      if (metric !== null) recordMs(this.intervalHistogram, metric);
-    }
-    if (this.records.take(sentMono + outcome.e2eMs)) {
-      this.counts.recordsSampled++;
-      this.recordsInWindow++;
-      const record: RequestRecord = {
-        requestId,
-        traceId,
-        phase: slot.ref,
-        shard: this.shard.index,
-        scheduledAt: this.epochAt(intendedMono),
-        startedAt: this.epochAt(sentMono),
-        ttftMs: outcome.ttftMs,
-        e2eMs: outcome.e2eMs,
-        tpotMs: sample.tpotMs,
-        correctedE2eMs: Math.max(0, correctedE2eMs),
-        chunkOffsetsMs: outcome.chunkOffsetsMs,
-        status: outcome.status,
-        errorClass: outcome.errorClass,
-        inputTokensClient: outcome.inputTokensClient,
-        outputTokensClient: outcome.outputTokensClient,
-        usage,
-        content: outcome.content,
-        // The semantic-monitor judges prompt explosion (nesting depth, token surge) from this.
-        prompt: item.text.slice(0, this.contentCapChars),
-        finishReason: outcome.finishReason,
-      };
-      // Optional fields set only when present (no object spreads on the hot path).
-      if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);
-      if (outcome.serverRequestId !== undefined)
-        record.serverRequestId = outcome.serverRequestId.slice(0, 200);
-      if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
-      if (outcome.toolCalls !== undefined) record.toolCalls = outcome.toolCalls;
-      if (outcome.retrievedDocuments !== undefined) record.retrievedDocuments = outcome.retrievedDocuments;
-      if (outcome.agentLoop !== undefined) record.agentLoop = outcome.agentLoop;
-      try {
-        this.options.sink.record(record);
-      } catch {
-        // See emitWindow: outputs never stop the load.
-        this.counts.sinkErrors++;
-      }
-    }
-  }
-
-  /** Closed model: `users` virtual users, each sending its next request when the last one ends. */
-  private async runClosed(
-    users: number,
-    endMono: number,
-    thinkTimeMs: number,
-    thinkTimeJitterMs: number,
-    random: SeededRandom,
-    isActive: (user: number) => boolean = () => true,
-    firstUser = 0,
-  ): Promise<void> {
-    const user = async (k: number) => {
-      let intended = performance.now();
-      while (!this.stopped && intended < endMono && isActive(k)) {
-        const outcome = await this.fire(intended);
-        if (outcome.gated) await this.sleeper.sleep(GATED_BACKOFF_MS);
-        const think = thinkTimeMs + (thinkTimeJitterMs > 0 ? random.next() * thinkTimeJitterMs : 0);
-        if (think > 0) await this.sleeper.sleep(think);
-        intended = performance.now();
-      }
-    };
-    // Users start one per macrotask: starting a request costs tens of us to ms (connecting,
-    // building the request), and 200 of them in one task would hold every response byte that
-    // arrives meanwhile, i.e. late timestamps for the first users' first tokens. Between two
-    // starts the event loop polls the sockets.
-    const running: Promise<void>[] = [];
-    for (let i = 0; i < users && !this.stopped; i++) {
-      if (i > 0) await nextMacrotask();
-      running.push(user(firstUser + i));
-    }
-    await Promise.all(running);
-  }
-
-  /**
-   * Open model: iterations start at their scheduled times whatever the target does. When
-   * `maxInFlight` requests are outstanding the next iteration waits for a slot (as a wrk2
-   * connection does) and its latency still counts from its intended time (corrected E2E); it is
-   * `late` if it starts more than lateToleranceMs after that time, and `dropped` if more than
-   * maxLatenessMs, or if the shard's duration (plus lateToleranceMs) ends before it could start.
-   */
-  private async runOpen(
-    schedule: ArrivalSchedule,
-    startMono: number,
-    endMono: number,
-    maxInFlight: number,
-    knobs: { lateToleranceMs: number; maxLatenessMs: number },
-  ): Promise<void> {
-    let arrival = schedule.next();
-    while (arrival !== null && !this.stopped) {
-      const intended = startMono + arrival.atMs;
-      let now = performance.now();
-      // setTimeout has millisecond granularity: an arrival due within 1 ms is sent now.
-      if (intended - now >= 1) {
-        await this.sleeper.sleep(intended - now);
-        if (this.stopped) break;
-      }
-      while (this.inFlight >= maxInFlight && !this.stopped) await this.waitForSlot();
-      if (this.stopped) break;
-      now = performance.now();
-      // An iteration due before the end still goes if it can start within the late tolerance.
-      if (now >= endMono + knobs.lateToleranceMs) break;
-      const lateness = now - intended;
-      if (lateness > knobs.maxLatenessMs) {
-        this.counts.dropped++;
-        this.slotAt(intended).recorder.countDropped();
-      } else {
-        if (lateness > knobs.lateToleranceMs) {
-          this.counts.late++;
-          this.slotAt(intended).recorder.countLate();
-        }
-        void this.fire(intended, arrival.item);
-      }
-      arrival = schedule.next();
-    }
-    // What the schedule still held when the duration ended (or the run aborted) was never sent.
-    let missed = 0;
-    for (; arrival !== null; arrival = schedule.next()) missed++;
-    this.counts.dropped += missed;
-    if (missed > 0) this.recorder.current.recorder.countDropped(missed);
-  }
-
-  /** Adaptive (AIMD, see aimd.controller.ts): a closed model whose number of users the controller sets. */
-  private async runAdaptive(
-    p: Extract<LoadProfile, { type: 'adaptive' }>,
-    endMono: number,
-    maxInFlight: number,
-  ): Promise<AdaptiveTrace[]> {
-    const controller = new AimdController({
-      p95BudgetMs: p.p95BudgetMs,
-      ...(p.gpuMemoryCeiling === undefined ? {} : { gpuMemoryCeiling: p.gpuMemoryCeiling }),
-      initialConcurrency: Math.min(maxInFlight, Math.max(1, shareOf(p.initialConcurrency, this.shard))),
-      minConcurrency: Math.min(maxInFlight, Math.max(1, shareOf(p.minConcurrency, this.shard))),
-      maxConcurrency: maxInFlight,
-      increaseStep: p.increaseStep,
-      decreaseFactor: p.decreaseFactor,
-    });
-    const trace: AdaptiveTrace[] = [];
-    const random = new SeededRandom(deriveSeed(p.seed, this.shard.index));
-    this.intervalHistogram = newLatencyHistogram();
-    // Users by index: a user above the concurrency leaves after its current request; one that is
-    // still finishing when the concurrency rises again simply stays (never two users per index).
-    const alive = new Map<number, Promise<void>>();
-    const isActive = (k: number) => k < controller.current.concurrency;
-    const spawn = () => {
-      for (let k = 0; k < controller.current.concurrency; k++) {
-        if (alive.has(k)) continue;
-        const user = this.runClosed(1, endMono, 0, 0, random, isActive, k).finally(() => alive.delete(k));
-        alive.set(k, user);
-      }
-    };
-    spawn();
-    const t0 = performance.now();
-    const interval = setInterval(() => {
-      const h = this.intervalHistogram!;
-      const p95Ms = h.totalCount > 0 ? h.getValueAtPercentile(95) / 1000 : null;
-      h.reset();
-      const gpuMemoryUsed = this.options.gpu?.read() ?? null;
-      const step = controller.update(p95Ms, gpuMemoryUsed);
-      this.inputScale = step.inputScale;
-      trace.push({ atMs: performance.now() - t0, p95Ms, gpuMemoryUsed, ...step });
-      if (trace.length > ADAPTIVE_TRACE_CAP) trace.shift();
-      if (!this.stopped) spawn();
-    }, p.intervalMs);
-    await this.sleeper.sleep(endMono - performance.now());
-    clearInterval(interval);
-    await Promise.all(alive.values());
-    this.intervalHistogram = null;
-    return trace;
   }
 }
 

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { LoadProfile } from '@fathom/contracts';
 import { DatasetParseError } from '../dataset/dataset-parse.error';
 import { parseCsv } from '../dataset/tabular-dataset.parser';
+import { jsonErrorReason } from '../dataset/json-error.util';
 
 export interface ReplayArrival {
   /** Offset from the first recorded arrival, ms. */
@@ -37,7 +38,7 @@ export function parseReplayJsonl(text: string, file: string): ReplayArrival[] {
     try {
       value = JSON.parse(line);
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     const record = value as { timestampMs?: unknown; timestamp?: unknown; prompt?: unknown };
     const at =
@@ -93,7 +94,7 @@ function otlpSpans(text: string, file: string): OtlpSpan[] {
     try {
       doc = JSON.parse(raw) as OtlpExport;
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     if (!Array.isArray(doc?.resourceSpans)) throw new DatasetParseError(file, i + 1, 'no resourceSpans');
     spans.push(...spansOf(doc));
@@ -189,7 +190,7 @@ export function parseReplayMooncake(text: string, file: string): ReplayArrival[]
     try {
       value = JSON.parse(raw) as Record<string, unknown>;
     } catch (error) {
-      throw new DatasetParseError(file, i + 1, `not JSON (${(error as Error).message})`);
+      throw new DatasetParseError(file, i + 1, jsonErrorReason(error));
     }
     if (typeof value !== 'object' || value === null)
       throw new DatasetParseError(file, i + 1, 'each line must be a JSON object');

@@ -29,6 +29,8 @@ export async function callChatTarget(
       signal: signal
         ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
         : AbortSignal.timeout(timeoutMs),
+      // A redirect could lead outside FATHOM_ALLOWED_TARGETS: not followed.
+      redirect: 'manual',
     });
     if (!response.ok || !response.body) {
       const text = await response.text();

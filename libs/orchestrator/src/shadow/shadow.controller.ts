@@ -37,6 +37,7 @@ export class ShadowController {
 
   /** The campaign, its status and, once done, the report per endpoint and intent. */
   @Get(':id')
+  @UseGuards(ApiTokenGuard)
   async get(@Param('id') id: string) {
     const campaign = await this.shadows.get(id);
     if (!campaign) throw new NotFoundException(`no shadow campaign ${id}`);
@@ -45,6 +46,7 @@ export class ShadowController {
 
   /** The stored (redacted) requests and their observations. */
   @Get(':id/samples')
+  @UseGuards(ApiTokenGuard)
   async samples(@Param('id') id: string) {
     if (!(await this.shadows.get(id))) throw new NotFoundException(`no shadow campaign ${id}`);
     return this.shadows.samples(id);

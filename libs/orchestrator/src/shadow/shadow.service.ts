@@ -1,8 +1,15 @@
-import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
-import { ShadowRequestSchema, Topics, type ShadowLiveStatus, type ShadowRequest } from '@fathom/contracts';
+import { resolveSecrets, SecretResolutionError, type SecretSources } from '@fathom/load';
+import {
+  secretText,
+  ShadowRequestSchema,
+  Topics,
+  type ShadowLiveStatus,
+  type ShadowRequest,
+} from '@fathom/contracts';
 import { cosineSimilarity } from '@fathom/semantic';
 import { consumerGroup } from '@fathom/contracts';
 import {
@@ -19,6 +26,14 @@ import { ShadowLiveRunner } from './shadow-live.runner';
 import { CampaignService } from '../campaign.service';
 import { FieldValidationError, fieldIssues, type FieldIssue } from '../http/field-validation';
 import { ShadowRepository, type StoredShadowCampaign } from '@fathom/storage';
+import {
+  ADMISSION_POLICY,
+  API_ACCESS,
+  admitDataFile,
+  reachIssues,
+  type AdmissionPolicy,
+} from '../campaign-admission';
+import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from '../orchestrator.settings';
 
 export class ShadowInputError extends FieldValidationError {
   constructor(issues: FieldIssue[]) {
@@ -46,7 +61,13 @@ export class ShadowService implements OnApplicationShutdown {
     @InjectBus() private readonly bus: Bus,
     private readonly shadows: ShadowRepository,
     private readonly campaigns: CampaignService,
-  ) {}
+    @Inject(ADMISSION_POLICY) private readonly policy: AdmissionPolicy,
+    @Inject(ORCHESTRATOR_SETTINGS) settings: OrchestratorSettings,
+  ) {
+    this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
+  }
+
+  private readonly secretSources: SecretSources;
 
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
@@ -61,14 +82,36 @@ export class ShadowService implements OnApplicationShutdown {
     if (!parsed.success) {
       throw new ShadowInputError(fieldIssues(parsed.error));
     }
-    const config = parsed.data;
+    let config = parsed.data;
+    const issues = await reachIssues(
+      config,
+      [
+        ['primary.baseUrl', config.primary.baseUrl],
+        ['secondary.baseUrl', config.secondary.baseUrl],
+        ['candidate.baseUrl', config.candidate.baseUrl],
+        ['embeddings.baseUrl', config.embeddings?.baseUrl],
+      ],
+      this.policy,
+    );
+    if (config.source.type === 'jsonl') {
+      const file = await admitDataFile('source.path', config.source.path, this.policy, API_ACCESS);
+      if ('issue' in file) issues.push(file.issue);
+      else config = { ...config, source: { ...config.source, path: file.path } };
+    }
+    if (issues.length > 0) throw new ShadowInputError(issues);
+    // Resolved in memory for this campaign's calls; stored with the references only.
+    const resolved = await resolveSecrets(config, this.secretSources).catch((error: unknown) => {
+      if (error instanceof SecretResolutionError)
+        throw new ShadowInputError([{ field: '(secrets)', message: error.message }]);
+      throw error;
+    });
     const lines = config.source.type === 'jsonl' ? await readJsonl(config.source.path) : null;
     const campaign = await this.shadows.create(config);
-    if (config.source.type === 'live') {
-      await this.startLive(campaign.id, { ...config, source: config.source });
+    if (resolved.source.type === 'live') {
+      await this.startLive(campaign.id, { ...resolved, source: resolved.source });
       return campaign;
     }
-    const done = this.execute(campaign.id, config, lines).finally(() => this.running.delete(campaign.id));
+    const done = this.execute(campaign.id, resolved, lines).finally(() => this.running.delete(campaign.id));
     this.running.set(campaign.id, done);
     return campaign;
   }
@@ -257,7 +300,12 @@ export class ShadowService implements OnApplicationShutdown {
     await Promise.all(
       targets.map(async (_, k) => {
         const i = (first + k) % targets.length;
-        observed[i] = await callChatTarget(targets[i], body, config.requestTimeoutMs, signal);
+        observed[i] = await callChatTarget(
+          { baseUrl: targets[i].baseUrl, apiKey: secretText(targets[i].apiKey) },
+          body,
+          config.requestTimeoutMs,
+          signal,
+        );
       }),
     );
     const [primary, secondary, candidate] = observed;
@@ -293,8 +341,8 @@ export class ShadowService implements OnApplicationShutdown {
 }
 
 async function readJsonl(path: string): Promise<ShadowLine[]> {
-  const text = await readFile(path, 'utf8').catch((error: Error) => {
-    throw new ShadowInputError([{ field: 'source.path', message: error.message }]);
+  const text = await readFile(path, 'utf8').catch(() => {
+    throw new ShadowInputError([{ field: 'source.path', message: 'cannot read the file' }]);
   });
   return text
     .split('\n')

@@ -41,27 +41,12 @@ export function defaultRestartBackoffMs(consecutiveDeaths: number): number {
   return Math.min(1000 * 2 ** (consecutiveDeaths - 1), 30_000);
 }
 
-// From source (jest, the benches) the worker entry is TypeScript, which a worker thread cannot
-// load: this bootstrap compiles it with @swc/core (as bench/ts-register.js does for the main
-// thread). Built (dist/), the entry is the compiled .js and no bootstrap runs.
-const TS_BOOTSTRAP = `
-const { readFileSync } = require('node:fs');
-const { createRequire } = require('node:module');
-const { workerData } = require('node:worker_threads');
-const entry = workerData.entry;
-const swc = createRequire(entry)('@swc/core');
-require.extensions['.ts'] = (module, filename) =>
-  module._compile(
-    swc.transformSync(readFileSync(filename, 'utf8'), {
-      filename,
-      swcrc: false,
-      jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
-      module: { type: 'commonjs' },
-    }).code,
-    filename,
-  );
-createRequire(entry)(entry);
-`;
+/**
+ * The workspace's one TypeScript bootstrap (libs/testing/src/ts-register.js), for the worker from
+ * source (jest, the benches): a worker thread cannot load a .ts entry by itself. Built (dist/),
+ * the entry is the compiled .js and no bootstrap runs.
+ */
+const TS_REGISTER = join(__dirname, '..', '..', '..', 'testing', 'src', 'ts-register.js');
 
 /**
  * An `Embedder` whose model runs in a `worker_threads` Worker, so an embed call never holds the
@@ -164,14 +149,16 @@ export class WorkerEmbedder implements Embedder {
     this.starts++;
     const compiled = __filename.endsWith('.js');
     const entry = join(__dirname, `embedding.worker.${compiled ? 'js' : 'ts'}`);
-    const workerData: EmbeddingWorkerData & { entry: string } = {
+    const workerData: EmbeddingWorkerData = {
       model: this.options.model,
       batchSize: this.options.batchSize ?? 16,
-      entry,
     };
     const worker = compiled
       ? new Worker(entry, { workerData })
-      : new Worker(TS_BOOTSTRAP, { eval: true, workerData });
+      : new Worker(`require(${JSON.stringify(TS_REGISTER)}); require(${JSON.stringify(entry)});`, {
+          eval: true,
+          workerData,
+        });
     // A worker must not keep the process alive on its own (the service closes it at shutdown).
     worker.unref();
     this.worker = worker;

@@ -44,6 +44,7 @@ export function diffSchemas(
     roots.before ?? before,
     roots.after ?? after,
     0,
+    new WeakMap(),
   );
   return changes;
 }
@@ -58,8 +59,15 @@ function walk(
   rootA: JsonSchema,
   rootB: JsonSchema,
   depth: number,
+  walked: WeakMap<JsonSchema, WeakSet<JsonSchema>>,
 ): void {
   if (depth > MAX_DEPTH) return;
+  // Each pair of schema objects is compared once: a recursive schema whose object refers to
+  // itself from two properties otherwise branches 2^64 times before MAX_DEPTH stops it.
+  const pairs = walked.get(a) ?? new WeakSet<JsonSchema>();
+  if (pairs.has(b)) return;
+  pairs.add(b);
+  walked.set(a, pairs);
   const typesA = typesOf(a);
   const typesB = typesOf(b);
   if (typesA !== null && typesB !== null && !sameSet(typesA, typesB)) {
@@ -124,7 +132,7 @@ function walk(
       });
   for (const name of Object.keys(propsA)) {
     const child = `${path}.${name}`;
-    if (!(name in propsB))
+    if (!Object.hasOwn(propsB, name))
       out.push({
         kind: 'property-removed',
         path: child,
@@ -141,10 +149,11 @@ function walk(
         rootA,
         rootB,
         depth + 1,
+        walked,
       );
   }
   for (const name of Object.keys(propsB)) {
-    if (!(name in propsA))
+    if (!Object.hasOwn(propsA, name))
       out.push({
         kind: 'property-added',
         path: `${path}.${name}`,
@@ -156,7 +165,7 @@ function walk(
   const itemsA = a['items'];
   const itemsB = b['items'];
   if (isObject(itemsA) && isObject(itemsB))
-    walk(resolve(itemsA, rootA), resolve(itemsB, rootB), `${path}[]`, out, rootA, rootB, depth + 1);
+    walk(resolve(itemsA, rootA), resolve(itemsB, rootB), `${path}[]`, out, rootA, rootB, depth + 1, walked);
 }
 
 /** One way an observed value breaks its declared schema. */
@@ -221,7 +230,7 @@ function check(
         });
     }
     for (const [name, child] of Object.entries(value)) {
-      if (name in props)
+      if (Object.hasOwn(props, name))
         check(resolve(objectOf(props[name]), root), child, `${path}.${name}`, out, root, depth + 1);
       else if (schema['additionalProperties'] === false)
         out.push({
@@ -254,6 +263,8 @@ function typesOf(schema: JsonSchema): Set<string> | null {
 }
 
 function resolve(schema: JsonSchema, root: JsonSchema): JsonSchema {
+  // A boolean schema, null, or anything else a declared document may hold: no constraint known.
+  if (!isObject(schema)) return {};
   let current = schema;
   for (let hops = 0; hops < 16 && typeof current['$ref'] === 'string'; hops++) {
     const ref = current['$ref'] as string;

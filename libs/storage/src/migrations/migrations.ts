@@ -196,4 +196,15 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX runs_plan_owed_idx ON runs (created_at) WHERE plan_published_at IS NULL`,
     ],
   },
+  {
+    version: 7,
+    name: 'runs-status-partial',
+    statements: [
+      // A run whose generator stopped reporting before its shard ended ends `partial`, with the
+      // summary of what was measured (it used to end `failed` with no summary).
+      `ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_status_check`,
+      `ALTER TABLE runs ADD CONSTRAINT runs_status_check
+         CHECK (status IN ('pending', 'running', 'completed', 'partial', 'failed', 'aborted'))`,
+    ],
+  },
 ];

@@ -1,3 +1,4 @@
+import { fromJsonb } from './jsonb-text.util';
 import type { JsonValue, Queryable, Row } from '../database/database';
 import { epochMs, jsonParam, newId, timestampParam } from './row.util';
 
@@ -89,6 +90,6 @@ function toBaseline(row: Row): StoredBaseline {
     name: String(row.name),
     runId: row.run_id === null || row.run_id === undefined ? null : String(row.run_id),
     createdAt: epochMs(row.created_at),
-    data: row.data as JsonValue,
+    data: fromJsonb(row.data) as JsonValue,
   };
 }

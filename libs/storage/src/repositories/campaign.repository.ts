@@ -1,3 +1,4 @@
+import { fromJsonb } from './jsonb-text.util';
 import { CampaignSpecSchema, type CampaignSpec } from '@fathom/contracts';
 import type { Queryable, Row } from '../database/database';
 import { epochMs, jsonParam, newId, timestampParam } from './row.util';
@@ -61,7 +62,7 @@ function toCampaign(row: Row): StoredCampaign {
   return {
     id: String(row.id),
     name: String(row.name),
-    spec: CampaignSpecSchema.parse(row.spec),
+    spec: CampaignSpecSchema.parse(fromJsonb(row.spec)),
     createdAt: epochMs(row.created_at),
   };
 }

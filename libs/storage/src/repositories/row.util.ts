@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { toJsonbText } from './jsonb-text.util';
 
 /**
  * Conversions between repository values and SQL. Both drivers return `timestamptz` as a Date and
@@ -28,12 +29,21 @@ export function timestampParam(ms: number): string {
 
 /**
  * A value as a `$n::jsonb` parameter. Serialised here because pg would turn a JS array into a
- * PostgreSQL array literal rather than JSON.
+ * PostgreSQL array literal rather than JSON. Strings jsonb refuses (holding NUL) are escaped
+ * (`jsonb-text.util.ts`); read such a column back through `fromJsonb`.
  */
 export function jsonParam(value: unknown): string {
-  const json = JSON.stringify(value);
+  const json = toJsonbText(value);
   if (json === undefined) throw new TypeError('value is not JSON-serialisable');
   return json;
+}
+
+/**
+ * Prose (a reason, a message) as a `text` parameter: PostgreSQL's text cannot hold NUL at all, so
+ * each becomes U+FFFD, the replacement character (a reason is read, not parsed).
+ */
+export function textParam(text: string | null | undefined): string | null {
+  return text === null || text === undefined ? null : text.replace(/\u0000/g, '\uFFFD');
 }
 
 export function newId(): string {

@@ -1,3 +1,4 @@
+import { fromJsonb } from './jsonb-text.util';
 import type { JsonValue, Queryable, Row } from '../database/database';
 import { epochMs, jsonParam, timestampParam } from './row.util';
 
@@ -93,6 +94,6 @@ function toRunEvent(row: Row): RunEventRecord {
     topic: String(row.topic),
     kind: String(row.kind),
     occurredAt: epochMs(row.occurred_at),
-    payload: row.payload as JsonValue,
+    payload: fromJsonb(row.payload) as JsonValue,
   };
 }

@@ -1,3 +1,4 @@
+import { fromJsonb } from './jsonb-text.util';
 import type { JsonValue, Queryable, Row } from '../database/database';
 import { errorCode, UNIQUE_VIOLATION } from '../database/error-code.util';
 import { RunNotFoundError } from './run.repository';
@@ -68,7 +69,7 @@ function toRunReport(row: Row): StoredRunReport {
   return {
     runId: String(row.run_id),
     version: Number(row.version),
-    document: row.document as JsonValue,
+    document: fromJsonb(row.document) as JsonValue,
     createdAt: epochMs(row.created_at),
   };
 }

@@ -1,3 +1,4 @@
+import { fromJsonb } from './jsonb-text.util';
 import {
   RunStatusSchema,
   RunSummarySchema,
@@ -7,7 +8,15 @@ import {
   type RunTrigger,
 } from '@fathom/contracts';
 import type { Queryable, Row } from '../database/database';
-import { epochMs, epochMsOrNull, jsonParam, newId, placeholders, timestampParam } from './row.util';
+import {
+  epochMs,
+  epochMsOrNull,
+  jsonParam,
+  newId,
+  placeholders,
+  textParam,
+  timestampParam,
+} from './row.util';
 
 export type StoredRun = {
   id: string;
@@ -46,21 +55,24 @@ export type RunListFilter = {
   /** One status or any of several. */
   status?: RunStatus | readonly RunStatus[];
   limit?: number;
+  /** Keyset paging: only runs listed after this one (newest first); its id, from the last page. */
+  after?: string;
 };
 
 /**
- * The run lifecycle: pending -> running -> completed | failed | aborted, and a run that never
- * started may still fail or be aborted. The three end states are final.
+ * The run lifecycle: pending -> running -> completed | partial | failed | aborted, and a run that
+ * never started may still fail or be aborted. The four end states are final.
  */
 export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   pending: ['running', 'failed', 'aborted'],
-  running: ['completed', 'failed', 'aborted'],
+  running: ['completed', 'partial', 'failed', 'aborted'],
   completed: [],
+  partial: [],
   failed: [],
   aborted: [],
 };
 
-export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'aborted'];
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'partial', 'failed', 'aborted'];
 
 export function canTransition(from: RunStatus, to: RunStatus): boolean {
   return RUN_TRANSITIONS[from].includes(to);
@@ -118,6 +130,11 @@ export class RunRepository {
       conditions.push(`status IN (${placeholders(params.length + 1, statuses.length)})`);
       params.push(...statuses);
     }
+    if (filter.after !== undefined) {
+      params.push(filter.after);
+      // Compared on the stored timestamp itself (microseconds), not a rounded copy in the cursor.
+      conditions.push(`(created_at, id) < (SELECT created_at, id FROM runs WHERE id = $${params.length})`);
+    }
     params.push(filter.limit ?? null);
     const where = conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`;
     const rows = await this.db.query(
@@ -157,7 +174,7 @@ export class RunRepository {
         [
           id,
           target,
-          options.reason ?? null,
+          textParam(options.reason),
           target === 'running' ? at : null,
           TERMINAL_RUN_STATUSES.includes(target) ? at : null,
           ...from,
@@ -246,7 +263,7 @@ function toRun(row: Row): StoredRun {
     createdAt: epochMs(row.created_at),
     startedAt: epochMsOrNull(row.started_at),
     endedAt: epochMsOrNull(row.ended_at),
-    summary: row.summary === null ? null : RunSummarySchema.parse(row.summary),
+    summary: row.summary === null ? null : RunSummarySchema.parse(fromJsonb(row.summary)),
     planPublishedAt: epochMsOrNull(row.plan_published_at),
   };
 }

@@ -51,6 +51,8 @@ const SERIAL = [
   'test/integration/semantic-monitor/rag-mismatch.int-spec.ts',
   // Compares the latency of two runs against the simulated target (fathom compare's exit code).
   'apps/cli/src/commands/report.command.int-spec.ts',
+  // Judges event-loop delay and utilisation under a CPU hog: another busy worker would skew both.
+  'libs/analysis/src/validity/client-bound.int-spec.ts',
 ].map((path) => `<rootDir>/${path}`);
 
 const common = {

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { registerCommands } from './commands';
 import { CliExit } from './cli-exit';
 import { fathomVersion } from './version';
+import { ExitCode } from './exit-code';
 
 /**
  * `fathom`: the command-line entry point. Subcommand names and output shapes are contracts
@@ -19,9 +20,10 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv).catch((error: unknown) => {
+  // A usage error (unknown option, missing argument) could not run: never the code of a failed SLO.
   if (error instanceof CommanderError) {
-    process.exit(error.exitCode);
+    process.exit(error.exitCode === 0 ? 0 : ExitCode.couldNotRun);
   }
   process.stderr.write(`fathom: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(error instanceof CliExit ? error.code : 1);
+  process.exit(error instanceof CliExit ? error.code : ExitCode.couldNotRun);
 });

@@ -11,6 +11,7 @@ export * from './objectives/tier.policy';
 export * from './breakers/circuit-breaker';
 export * from './root-cause/root-cause.engine';
 export * from './validity/measurement-validity';
+export * from './validity/client-bound';
 export * from './report/run-report.document';
 export * from './report/run-series';
 export * from './report/spec-redaction.util';

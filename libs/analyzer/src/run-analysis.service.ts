@@ -28,6 +28,8 @@ import {
   RunTimeline,
   TierHysteresis,
   tierPolicyFor,
+  judgeClientBound,
+  clientBoundRootCause,
   diagnose,
   digestRecord,
   evaluateTiers,
@@ -379,9 +381,13 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       await this.publishTier(event);
     }
     const p99Budget = state.spec?.slo.p99Ms ?? this.causeOptions.p99BudgetMs;
+    // A client-bound run names that alone: its latencies describe the generator, not the target.
+    const bound = judgeClientBound(state.timeline.windows);
     // A detector's verdict may come after the last record it judged: causes see it too.
     const causeNow = state.timeline.detectors.reduce((t, s) => Math.max(t, s.emittedAt), now);
-    const diagnosis = diagnose(state.timeline, causeNow, { ...this.causeOptions, p99BudgetMs: p99Budget });
+    const diagnosis = bound
+      ? [clientBoundRootCause(bound)]
+      : diagnose(state.timeline, causeNow, { ...this.causeOptions, p99BudgetMs: p99Budget });
     if (state.causes.observe(diagnosis, Date.now())) {
       const ranked = state.causes.ranked();
       const event: RootCauseChange = {

@@ -15,11 +15,15 @@ import {
   type SloTierChange,
   type TelemetryWindow,
   type TokenStatsSignal,
+  type DetectorSignal,
+  Detectors,
 } from '@fathom/contracts';
 import {
   assessValidity,
   buildRunReportDocument,
   buildRunSummary,
+  judgeWholeRun,
+  rootCausesOfRun,
   tierPolicyFor,
   withTelemetryLoss,
   type MissingShard,
@@ -195,7 +199,15 @@ export class RunReportFinalizer {
     const semantic = [...of<SemanticSignal>('token-stats'), ...of<SemanticSignal>('semantic')];
     const run = await this.runs.get(runId);
     const tierChanges = of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt);
-    const summary = buildRunSummary({
+    const timeline = timelineOf(stored);
+    const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
+    const breakerChanges = of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt);
+    const wholeRun = judgeWholeRun(timeline, tiers, breakerChanges);
+    const rootCauses = rootCausesOfRun(
+      timeline.windows,
+      liveCauses ?? causesFromStored(of<RootCauseChange>('cause')),
+    );
+    const built = buildRunSummary({
       spec: spec as CampaignSpec | null,
       lifecycle,
       windows,
@@ -205,21 +217,25 @@ export class RunReportFinalizer {
       tierChanges,
       aborted: run?.status === 'aborted',
       missingShards: missing.map((index) => missingShard(index, lifecycle, windows)),
+      wholeRun,
+      embedded:
+        semantic.find(
+          (s): s is DetectorSignal => s.kind === 'detector' && s.detector === Detectors.semanticGoodput,
+        )?.figures.embedded ?? null,
     });
-    const timeline = timelineOf(stored);
-    const rootCauses = liveCauses ?? causesFromStored(of<RootCauseChange>('cause'));
     const validity = withTelemetryLoss(
       assessValidity(timeline.windows, timeline.digests, rootCauses.length > 0),
-      summary.telemetry,
+      built.telemetry,
     );
+    const summary = { ...built, validity };
     const document = buildRunReportDocument({
       runId,
       campaignId,
       summary,
       timeline,
-      tiers: tierPolicyFor(spec?.slo.tiers).tiers,
+      tiers,
       tierChanges,
-      breakerChanges: of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt),
+      breakerChanges,
       rootCauses,
       validity,
       stallMs: this.options.stallMs,

@@ -31,8 +31,8 @@ export interface HostedShard {
  * each). Not the engine itself: the engine is `runShard` in @fathom/load, which both hosts call.
  */
 export interface ShardHost {
-  /** Prepares what the first shard would otherwise wait for (called at boot). */
-  warm(): void;
+  /** Prepares what the next shard would otherwise wait for (called at boot); resolves when done. */
+  warm(): Promise<void>;
   run(options: ShardHostOptions): HostedShard;
   /** Ends what the host holds between shards (not the shards themselves). */
   close(): Promise<void>;
@@ -40,7 +40,9 @@ export interface ShardHost {
 
 /** The engine on the caller's event loop, as before worker threads. */
 export class InlineShardHost implements ShardHost {
-  warm(): void {}
+  warm(): Promise<void> {
+    return Promise.resolve();
+  }
 
   run(options: ShardHostOptions): HostedShard {
     const { controls, ...shard } = options;
@@ -54,15 +56,18 @@ export class InlineShardHost implements ShardHost {
 /**
  * Each shard on its own worker thread (`EngineThread`). Loading the engine's code takes a worker
  * ~0.35 s built and ~0.45 s from source (module compilation, measured), so one spare worker is
- * kept loaded: a shard takes it and the next spare starts loading at once.
+ * kept loaded: a shard takes it and the next spare starts loading when that shard ends, not
+ * beside it (on a one-core client, loading it took ~3 s of CPU from the run's first seconds).
  */
 export class ThreadShardHost implements ShardHost {
   private spare: EngineThread | null = null;
   private closed = false;
 
   /** Starts a spare unless one is there (at boot, so the first shard does not wait for it). */
-  warm(): void {
-    if (!this.closed) this.spare ??= new EngineThread();
+  warm(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.spare ??= new EngineThread();
+    return this.spare.ready.catch(() => undefined);
   }
 
   run(options: ShardHostOptions): HostedShard {
@@ -71,8 +76,14 @@ export class ThreadShardHost implements ShardHost {
     // A spare that died while idle is replaced (its death is no shard's failure).
     const thread = spare !== null && !spare.ended ? spare : new EngineThread();
     if (spare !== null && spare !== thread) void spare.terminate();
-    this.warm();
-    return thread.bind(options);
+    const bound = thread.bind(options);
+    return {
+      ready: bound.ready,
+      start: () =>
+        bound.start().finally(() => {
+          void this.warm();
+        }),
+    };
   }
 
   async close(): Promise<void> {

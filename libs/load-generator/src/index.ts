@@ -1,2 +1,3 @@
 export * from './load-generator.module';
 export * from './load-generator.settings';
+export { ShardRunnerService } from './shard-runner.service';

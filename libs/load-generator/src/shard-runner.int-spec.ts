@@ -93,7 +93,7 @@ async function startGenerator(engine: ShardHost) {
 /** Each shard on a fresh `EngineThread`, which `meddle` gets first (to end it, as a crash would). */
 function engineWith(meddle: (thread: EngineThread) => void): ShardHost {
   return {
-    warm: () => undefined,
+    warm: () => Promise.resolve(),
     close: async () => undefined,
     run: (options) => {
       const thread = new EngineThread().bind(options);
@@ -280,7 +280,7 @@ describe(ShardRunnerService.name, () => {
       });
       const controls = new ShardControls();
       const engine = make();
-      engine.warm();
+      await engine.warm();
       const run = engine.run({
         spec,
         shard: { index: 0, count: 1 },

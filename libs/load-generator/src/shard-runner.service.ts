@@ -78,8 +78,13 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
   }
 
+  /** Resolves once the engine the next shard takes is loaded (a host may wait before a run). */
+  warm(): Promise<void> {
+    return this.host.warm();
+  }
+
   async onModuleInit(): Promise<void> {
-    this.host.warm();
+    void this.host.warm();
     this.subscriptions.push(
       ...(await subscribeAll(this.bus, 'load-generator', [
         consume(Topics.runShard, (c) => this.onShard(c), { fromBeginning: true }),
@@ -221,7 +226,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
     const probe = await this.probe(withSecrets);
     const spec =
       probe.reachable === true
-        ? withResolvedModel(withSecrets, probe.models)
+        ? withResolvedModel(withSecrets, probe.models, probe.lookup)
         : probe.reachable === 'unknown'
           ? withResolvedModel(withSecrets, []) === withSecrets
             ? withSecrets // Nothing to ask the target for: the requests themselves will tell.

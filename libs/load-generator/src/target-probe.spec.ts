@@ -12,6 +12,16 @@ describe(probeTarget.name, () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
+      if (req.url === '/broken/v1/models') {
+        res.statusCode = 500;
+        res.end('{"error":"model registry down"}');
+        return;
+      }
+      if (req.url === '/models') {
+        res.statusCode = 404;
+        res.end('not found');
+        return;
+      }
       res.end(
         req.url === '/v1/models'
           ? JSON.stringify({ object: 'list', data: [{ id: 'm-1' }, { id: 'm-2' }] })
@@ -52,7 +62,31 @@ describe(probeTarget.name, () => {
   });
 
   it('reads the models a reachable target serves', async () => {
-    expect(await probeTarget(base, { timeoutMs: 2000 })).toEqual({ reachable: true, models: ['m-1', 'm-2'] });
+    expect(await probeTarget(base, { timeoutMs: 2000 })).toEqual({
+      reachable: true,
+      models: ['m-1', 'm-2'],
+      lookup: null,
+    });
+  });
+
+  it('says what the model look-up got: the HTTP status and the URL asked', async () => {
+    const sut = await probeTarget(base.replace('/v1', '/broken/v1'), { timeoutMs: 2000 });
+    expect(sut).toMatchObject({ reachable: true, models: [] });
+    expect(sut.reachable === true && sut.lookup).toBe(
+      `GET ${base.replace('/v1', '/broken/v1')}/models answered HTTP 500 ({"error":"model registry down"})`,
+    );
+  });
+
+  it('says when the base URL lacks /v1', async () => {
+    const sut = await probeTarget(base.replace('/v1', ''), { timeoutMs: 2000 });
+    expect(sut.reachable === true && sut.lookup).toMatch(
+      /answered HTTP 404 \(not found\); the base URL does not end in \/v1/,
+    );
+  });
+
+  it('says when a 200 answer is not a model list', async () => {
+    const sut = await probeTarget(`${base}/other`, { timeoutMs: 2000 });
+    expect(sut.reachable === true && sut.lookup).toMatch(/answered 200 with a body that is not a model list/);
   });
 
   it('says why a target is unreachable', async () => {
@@ -81,7 +115,9 @@ describe(withResolvedModel.name, () => {
     expect(withResolvedModel(spec('mine'), ['m-1'])).toMatchObject({ scenario: { model: 'mine' } });
   });
 
-  it('refuses when there is nothing to choose from', () => {
-    expect(withResolvedModel(spec(), [])).toMatch(/scenario.model is not set/);
+  it('refuses when there is nothing to choose from, saying what the look-up got', () => {
+    expect(withResolvedModel(spec(), [], 'GET http://h/v1/models answered HTTP 500')).toBe(
+      'scenario.model is not set and the model look-up found none: GET http://h/v1/models answered HTTP 500; name the model in the campaign',
+    );
   });
 });

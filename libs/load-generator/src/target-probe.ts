@@ -2,7 +2,12 @@ import { request } from 'undici';
 import type { CampaignSpec } from '@fathom/contracts';
 
 export type TargetProbe =
-  | { reachable: true; models: string[] }
+  | {
+      reachable: true;
+      models: string[];
+      /** What the model look-up got when it found no model (status, URL asked, body), else null. */
+      lookup: string | null;
+    }
   | { reachable: false; reason: string }
   /** The probe failed while this process itself was stalled: nothing is known about the target. */
   | { reachable: 'unknown'; reason: string; stalledMs: number };
@@ -47,7 +52,12 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
       signal: AbortSignal.timeout(options.timeoutMs),
     });
     const text = await response.body.text();
-    return { reachable: true, models: response.statusCode === 200 ? modelIds(text) : [] };
+    const models = response.statusCode === 200 ? modelIds(text) : [];
+    return {
+      reachable: true,
+      models,
+      lookup: models.length ? null : lookupProblem(url, response.statusCode, text),
+    };
   } catch (error) {
     stalledMs = watch.stop();
     const e = error as Error & { code?: string; cause?: { code?: string } };
@@ -71,6 +81,29 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
   }
 }
 
+/** Why `GET url` gave no model, in words a user can act on. */
+function lookupProblem(url: string, status: number, text: string): string {
+  const body = text.replace(/\s+/g, ' ').trim().slice(0, 120);
+  const lacksV1 = !/\/v1\/models$/.test(url);
+  let problem: string;
+  if (status !== 200) problem = `GET ${url} answered HTTP ${status}${body ? ` (${body})` : ''}`;
+  else if (!isModelList(text))
+    problem = `GET ${url} answered 200 with a body that is not a model list${body ? ` (${body})` : ''}`;
+  else problem = `GET ${url} answered 200 with an empty model list`;
+  // OpenAI-compatible servers serve the API under /v1; a base URL without it asks the wrong path.
+  return lacksV1
+    ? `${problem}; the base URL does not end in /v1 (OpenAI-compatible servers serve /v1/models)`
+    : problem;
+}
+
+function isModelList(text: string): boolean {
+  try {
+    return Array.isArray((JSON.parse(text) as { data?: unknown }).data);
+  } catch {
+    return false;
+  }
+}
+
 function modelIds(text: string): string[] {
   try {
     const body = JSON.parse(text) as { data?: Array<{ id?: unknown }> };
@@ -86,13 +119,17 @@ function modelIds(text: string): string[] {
  * A scenario that names no model gets the first one the target lists, as vLLM's own benchmark
  * does. Returns the spec to run, or the reason it cannot run.
  */
-export function withResolvedModel(spec: CampaignSpec, models: readonly string[]): CampaignSpec | string {
+export function withResolvedModel(
+  spec: CampaignSpec,
+  models: readonly string[],
+  lookup: string | null = null,
+): CampaignSpec | string {
   const scenario = spec.scenario;
   if (!('model' in scenario) && !['chat', 'embeddings', 'tool-chain', 'agent-loop'].includes(scenario.type))
     return spec;
   if ((scenario as { model?: string }).model) return spec;
   if (!models.length) {
-    return 'scenario.model is not set and the target lists no model at /v1/models: name the model in the campaign';
+    return `scenario.model is not set and the model look-up found none: ${lookup ?? 'the target lists no model'}; name the model in the campaign`;
   }
   return { ...spec, scenario: { ...scenario, model: models[0] } } as CampaignSpec;
 }

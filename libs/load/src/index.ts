@@ -13,6 +13,8 @@ export {
   type Quantiles,
 } from './measure/latency-histogram.util';
 export * from './measure/window.recorder';
+export * from './measure/generator-health';
+export * from './measure/record-budget';
 export * from './adaptive/aimd.controller';
 export * from './adaptive/gpu-memory.gauge';
 export * from './profile/arrival.schedule';
@@ -25,6 +27,7 @@ export * from './perturb/protected-spans.util';
 export * from './driver/request-outcome';
 export * from './driver/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
+export { CLIENT_TOKENIZER } from './driver/output-token-count.util';
 export * from './driver/tool-chain.driver';
 export * from './driver/rag-layer.driver';
 export { Http1Client, type Http1Exchange, type Http1ClientOptions } from './transport/http1.client';

@@ -19,8 +19,10 @@ import {
 import {
   campaignRunHistory,
   decideRerun,
+  mayRerunAfter,
   measurementInvalidity,
   rerunReason,
+  rerunRefusal,
   type ReportedValidity,
 } from '@fathom/analysis';
 import { CampaignService } from './campaign.service';
@@ -178,7 +180,18 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
         at: summary.endedAt ?? undefined,
       });
     }
+    if (!mayRerunAfter(summary.status)) {
+      const dropped = await this.reruns.takeRequest(event.runId);
+      if (dropped) this.logger.log(`no rerun after aborted run ${event.runId} (it asked: ${dropped})`);
+      return;
+    }
     const validity = (event as RunReport & { validity?: ReportedValidity }).validity;
+    const refusal = rerunRefusal(validity);
+    if (refusal) {
+      const requested = await this.reruns.takeRequest(event.runId);
+      this.logger.warn(`run ${event.runId}: ${refusal}${requested ? ` (it asked: ${requested})` : ''}`);
+      return;
+    }
     const invalid = measurementInvalidity(summary, validity);
     const reason = rerunReason(await this.reruns.takeRequest(event.runId), invalid);
     if (reason !== null) await this.considerRerun(event.campaignId, event.runId, reason);
@@ -208,7 +221,7 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
    */
   private async requestRerun(runId: string, reason: string): Promise<void> {
     const run = await this.runs.get(runId);
-    if (!run) return;
+    if (!run || !mayRerunAfter(run.status)) return;
     const open =
       run.status === 'pending' || run.status === 'running'
         ? run

@@ -3,6 +3,8 @@ import { openDatabase, RunRepository, type Database } from '@fathom/storage';
 import type { Bus } from '@fathom/bus';
 import type { LogLevel } from '@nestjs/common';
 import { CampaignService } from '@fathom/orchestrator';
+import { ShardRunnerService } from '@fathom/load-generator';
+import { SemanticMonitorService } from '@fathom/semantic-monitor';
 import { createFathomApp, type FathomApp } from './fathom-app';
 import { SERVICE_NAMES } from '@fathom/contracts';
 
@@ -12,6 +14,8 @@ export interface EmbeddedOptions {
   readonly host?: string;
   readonly port?: number;
   readonly logLevels?: LogLevel[] | false;
+  /** See `FathomAppOptions.shutdownHooks`. */
+  readonly shutdownHooks?: boolean;
 }
 
 export interface EmbeddedFathom {
@@ -21,6 +25,11 @@ export interface EmbeddedFathom {
   readonly database: Database;
   readonly campaigns: CampaignService;
   readonly runs: RunRepository;
+  /**
+   * Loads now what the first run would otherwise load while it measures (the load engine's worker,
+   * the embedding model) and resolves when both are ready.
+   */
+  warm(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -36,6 +45,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedF
       host: options.host,
       port: options.port,
       logLevels: options.logLevels,
+      shutdownHooks: options.shutdownHooks,
     });
     return {
       url: fathom.url,
@@ -44,6 +54,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedF
       database,
       campaigns: fathom.app.get(CampaignService),
       runs: fathom.app.get(RunRepository),
+      warm: async () => {
+        await Promise.all([
+          fathom.app.get(ShardRunnerService).warm(),
+          fathom.app.get(SemanticMonitorService).warmEmbedder(),
+        ]);
+      },
       close: async () => {
         await fathom.close();
         await bus.close();

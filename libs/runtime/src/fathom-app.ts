@@ -53,6 +53,11 @@ export interface FathomAppOptions {
   readonly registry?: Registry;
   /** Where the services' settings are read from (default: this process's environment). */
   readonly env?: Env;
+  /**
+   * Close on SIGINT/SIGTERM (Nest's shutdown hooks, the default). False when the host handles
+   * the signal itself (`fathom run` aborts its run on Ctrl-C and closes the app afterwards).
+   */
+  readonly shutdownHooks?: boolean;
 }
 
 export interface FathomApp {
@@ -94,7 +99,7 @@ export async function createFathomApp(options: FathomAppOptions): Promise<Fathom
   });
   app.useGlobalFilters(new FieldValidationFilter());
   app.useGlobalInterceptors(new BodyDepthInterceptor());
-  app.enableShutdownHooks();
+  if (options.shutdownHooks !== false) app.enableShutdownHooks();
   const host = options.host ?? '127.0.0.1';
   await app.listen(options.port ?? 0, host);
   const address = app.getHttpServer().address() as { port: number };

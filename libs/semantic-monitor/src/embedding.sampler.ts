@@ -118,6 +118,11 @@ export class EmbeddingSampler {
       .finally(() => (this.embedding = false));
   }
 
+  /** Resolves once the model's worker is loaded, or cannot be (or none was started). */
+  async ready(): Promise<void> {
+    await this.worker?.ready().catch(() => undefined);
+  }
+
   /**
    * Starts the model's worker once. It loads when the first run arrives: `fathom up` starts
    * without waiting for it and a service that never sees a run loads nothing; by the first

@@ -468,6 +468,16 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     );
   }
 
+  /**
+   * Loads the embedding model now rather than with the first run, and resolves once it is loaded
+   * (or cannot be, or embeddings are off): a host about to measure a run (`fathom run`) waits for
+   * it, so the model's load is not paid from the run's CPU.
+   */
+  async warmEmbedder(): Promise<void> {
+    this.sampler.startModel();
+    await this.sampler.ready();
+  }
+
   /** Says on every open run that embeddings stopped (monitor-fault), and why. */
   private async onEmbedderFault(message: string, restartInMs: number | null, n: number): Promise<void> {
     const text =

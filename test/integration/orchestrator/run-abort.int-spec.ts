@@ -1,7 +1,7 @@
+import { envelope, Topics, type SloTierChange } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { startEmbedded, type EmbeddedFathom } from '@fathom/runtime';
 import { waitForRun } from '@fathom/runtime';
-import { Topics, envelope } from '@fathom/contracts';
 import { startCountingProxy, type CountingProxy } from './counting-proxy.test-util';
 
 async function until<T>(probe: () => T | Promise<T>, timeoutMs: number): Promise<NonNullable<T>> {
@@ -19,8 +19,11 @@ describe('POST /v1/runs/:id/abort', () => {
   let proxy: CountingProxy;
   let sut: EmbeddedFathom;
 
+  const savedBackoff = process.env.FATHOM_RERUN_BACKOFF_MS;
+
   beforeAll(async () => {
     process.env.FATHOM_ANALYZER_SETTLE_MS = '1000';
+    process.env.FATHOM_RERUN_BACKOFF_MS = '0';
     // Real time: a 512-token answer takes seconds, so requests are in flight when the abort lands.
     sim = await startSimTarget({ port: 0, config: { timeScale: 1 } });
     proxy = await startCountingProxy(sim.url);
@@ -28,6 +31,8 @@ describe('POST /v1/runs/:id/abort', () => {
   });
 
   afterAll(async () => {
+    if (savedBackoff === undefined) delete process.env.FATHOM_RERUN_BACKOFF_MS;
+    else process.env.FATHOM_RERUN_BACKOFF_MS = savedBackoff;
     await sut?.close();
     await proxy?.close();
     await sim?.close();
@@ -129,4 +134,41 @@ describe('POST /v1/runs/:id/abort', () => {
     expect(await response.json()).toEqual({ id: runId, aborted: false, status: 'completed' });
     expect((await sut.runs.get(runId))?.status).toBe('completed');
   }, 30_000);
+
+  it('never starts a rerun of an aborted run, whatever tier changes it saw', async () => {
+    const created = await fetch(`${sut.url}/v1/campaigns`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'abort, no rerun',
+        target: { baseUrl: `${sim.url}/v1` },
+        scenario: { type: 'chat', model: 'fathom-sim-8b', prompts: ['Tell me a story.'], maxTokens: 64 },
+        load: { concurrency: 2, durationMs: 60_000 },
+        reruns: { maxReruns: 3, cooldownMs: 0 },
+      }),
+    });
+    const { runId, campaignId } = (await created.json()) as { runId: string; campaignId: string };
+    await until(async () => (await sut.runs.get(runId))?.status === 'running', 10_000);
+    // A tier change while the run goes (stored as its rerun request), and one after the abort.
+    const change = (from: string, to: string): SloTierChange => ({
+      ...envelope(campaignId, runId),
+      from,
+      to,
+      reason: `${from} missed: availability 0.00 % < 99.95 %`,
+      figures: {},
+    });
+    await sut.bus.publish(Topics.sloTier, change('SLO-0', 'SLO-1'));
+    await new Promise((r) => setTimeout(r, 300));
+
+    const response = await fetch(`${sut.url}/v1/runs/${runId}/abort`, { method: 'POST' });
+    expect(response.status).toBe(202);
+    await sut.bus.publish(Topics.sloTier, change('SLO-1', 'SLO-breach'));
+    const run = await waitForRun(sut.runs, runId, { timeoutMs: 15_000, graceWithoutSummaryMs: 5_000 });
+    expect(run.status).toBe('aborted');
+    // The cool-down is 0 and the backoff off: a rerun would have started within a second.
+    await new Promise((r) => setTimeout(r, 3_000));
+
+    const runs = await sut.runs.list({ campaignId });
+    expect(runs.map((r) => r.trigger)).toEqual(['api']);
+  }, 40_000);
 });

@@ -83,7 +83,7 @@ describe('probe parse-sse', () => {
     });
   });
 
-  it('classifies non-UTF-8 bytes and an empty body on stderr and still prints a result', async () => {
+  it('classifies non-UTF-8 bytes on stderr and still prints the result of a stream', async () => {
     const broken = tempFile(
       Uint8Array.from([
         ...Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"a'),
@@ -95,15 +95,24 @@ describe('probe parse-sse', () => {
     expect(first.stderr).toContain('non-utf8');
     expect(first.stderr).toContain('truncated');
     expect(JSON.parse(first.stdout)).toMatchObject({ content: 'a\ufffd', tokens: 1 });
+  });
 
-    const empty = await run(tempFile(''));
-    expect(empty.stderr).toContain('empty');
-    expect(JSON.parse(empty.stdout)).toEqual({
-      content: '',
-      tokens: 0,
-      toolCalls: [],
-      finishReason: null,
-      usage: null,
-    });
+  it.each([
+    ['an empty file', '', /empty: .* has no bytes/],
+    ['a file of blank lines', '\n\n\n', /empty: no SSE data payload/],
+    [
+      'a binary file',
+      Uint8Array.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x01, 0x00, 0x00, 0xff, 0xfe]),
+      /binary: .* is not text/,
+    ],
+    [
+      'non-UTF-8 text with no payload',
+      Uint8Array.from([0x68, 0x69, 0xff, 0x0a]),
+      /binary: .* holds no SSE data payload/,
+    ],
+  ])('exits 2 with a message on %s and prints nothing', async (_name, content, message) => {
+    const program = run(tempFile(content));
+    await expect(program).rejects.toBeInstanceOf(CliExit);
+    await expect(program).rejects.toMatchObject({ code: 2, message: expect.stringMatching(message) });
   });
 });

@@ -12,7 +12,8 @@ const EXIT_UNPARSEABLE = 2;
  * `parse-sse FILE` (or `-` for stdin) prints one JSON line:
  * `{content, tokens, toolCalls: [{index, id, name, arguments}], finishReason, usage}`;
  * `tokens` counts logprob entries, or content chunks when the stream has no logprobs.
- * Notes on the stream (truncated, empty, invalid UTF-8) go to stderr, prefixed by their class.
+ * Notes on the stream (truncated, invalid UTF-8) go to stderr, prefixed by their class. A file
+ * with no data payload at all (empty, or binary) prints nothing and exits 2 with its class.
  */
 export function registerProbeCommand(program: Command): void {
   const probe = program.command('probe').description('Inspect what an LLM server sends');
@@ -23,9 +24,16 @@ export function registerProbeCommand(program: Command): void {
     .action((file: string) => {
       const bytes = readInput(file);
       const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-      if (!isValidUtf8(bytes)) {
-        process.stderr.write('fathom probe parse-sse: non-utf8: invalid bytes replaced by U+FFFD\n');
+      const utf8 = isValidUtf8(bytes);
+      if (bytes.length === 0)
+        throw new CliExit(EXIT_UNPARSEABLE, `probe parse-sse: empty: ${file} has no bytes`);
+      if (!utf8 && bytes.includes(0)) {
+        throw new CliExit(
+          EXIT_UNPARSEABLE,
+          `probe parse-sse: binary: ${file} is not text (NUL and non-UTF-8 bytes)`,
+        );
       }
+      if (!utf8) process.stderr.write('fathom probe parse-sse: non-utf8: invalid bytes replaced by U+FFFD\n');
       let parsed;
       try {
         parsed = parseChatStream(text);
@@ -36,7 +44,12 @@ export function registerProbeCommand(program: Command): void {
         throw error;
       }
       if (parsed.termination === 'empty') {
-        process.stderr.write('fathom probe parse-sse: empty: no data payloads\n');
+        throw new CliExit(
+          EXIT_UNPARSEABLE,
+          utf8
+            ? `probe parse-sse: empty: no SSE data payload and no completion JSON in ${file}`
+            : `probe parse-sse: binary: ${file} is not UTF-8 text and holds no SSE data payload`,
+        );
       } else if (parsed.termination === 'truncated') {
         process.stderr.write('fathom probe parse-sse: truncated: no [DONE] and no finish_reason\n');
       }

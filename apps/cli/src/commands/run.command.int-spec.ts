@@ -1,4 +1,6 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,5 +80,101 @@ describe('fathom run FILE', () => {
     const sut = await fathom(['run', file]);
     expect(sut.stderr).toMatch(/broken\.yaml:\d+:\d+/);
     expect(sut.code).toBe(2);
+  });
+
+  it('exits 2, not 1, when it could not run: a usage error or an unreachable orchestrator', async () => {
+    const usage = await fathom(['run', await campaignFile({}), '--no-such-option']);
+    expect(usage.code).toBe(2);
+    const unreachable = await fathom(['run', await campaignFile({}), '--api', 'http://127.0.0.1:9']);
+    expect(unreachable.stderr).toContain('cannot reach the orchestrator at http://127.0.0.1:9');
+    expect(unreachable.code).toBe(2);
+  });
+
+  it('exits 1 with one verdict block when every request failed', async () => {
+    sim.faults.set({ kind: 'http_5xx', rate: 1, status: 503 });
+    try {
+      const sut = await fathom([
+        'run',
+        await campaignFile({ p99Ms: 60_000 }, { load: { concurrency: 2, durationMs: 3000 } }),
+      ]);
+      expect(sut.stdout).toMatch(
+        /SLO tier: SLO-breach over the whole run \(no tier had all its objectives hold: SLO-0 missed: availability 0\.00 %/,
+      );
+      expect(sut.stdout).toMatch(/SLO: FAILED\n\s+- no request succeeded: all \d+ failed/);
+      expect(sut.stdout).not.toMatch(/SLO tier: SLO-[01]\b/);
+      expect(sut.code).toBe(1);
+    } finally {
+      sim.faults.clearAll();
+    }
+  });
+});
+
+describe('fathom run FILE, interrupted', () => {
+  jest.setTimeout(90_000);
+  let server: Server;
+  let requests = 0;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fathom-run-int-'));
+    // A minimal OpenAI-compatible server answering every completion in 5 ms.
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/v1/models') {
+          res.setHeader('content-type', 'application/json');
+          res.end('{"object":"list","data":[{"id":"m"}]}');
+          return;
+        }
+        requests++;
+        setTimeout(() => {
+          res.setHeader('content-type', 'application/json');
+          res.end(
+            '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}',
+          );
+        }, 5);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('aborts the run on Ctrl-C, prints the partial summary and exits 130', async () => {
+    const file = join(dir, 'long.yaml');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    await writeFile(
+      file,
+      stringify({
+        name: 'interrupted',
+        target: { baseUrl: base },
+        scenario: { type: 'chat', model: 'm', prompts: ['hi'], maxTokens: 4, stream: false },
+        load: { concurrency: 2, durationMs: 60_000 },
+      }),
+    );
+    const child = spawn(process.execPath, [BIN, 'run', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += String(c)));
+    child.stderr.on('data', (c) => (stderr += String(c)));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 40_000;
+    // The run is going once the target sees its requests.
+    while (requests < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(requests).toBeGreaterThanOrEqual(20);
+    const interruptedAt = Date.now();
+    child.kill('SIGINT');
+    const code = await exited;
+
+    expect(stderr).toBe(
+      'fathom: interrupted: aborting the run for its partial summary (Ctrl-C again quits)\n',
+    );
+    expect(stdout).toMatch(/Run \S+ \(interrupted\): aborted/);
+    expect(stdout).toMatch(/requests [1-9]\d*/);
+    expect(code).toBe(130);
+    expect(Date.now() - interruptedAt).toBeLessThan(30_000);
   });
 });

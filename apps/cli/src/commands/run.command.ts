@@ -6,6 +6,7 @@ import { SecretResolutionError, stashSecrets } from '@fathom/load';
 import { CampaignValidationError, parseCampaign, RunProgressService } from '@fathom/orchestrator';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
 import { CliExit } from '../cli-exit';
+import { ExitCode } from '../exit-code';
 import { formatRunSummary, type PrintableRun } from '../format/run-summary.format';
 import { readCampaignFile } from './campaign-file';
 import { OUT_HELP, collectOut, parseOutputs, writeOutputs, type OutputSpec } from './report-outputs';
@@ -24,8 +25,9 @@ interface RunOptions extends RunOverrides, ProgressFlags {
 }
 
 /**
- * `fathom run FILE`: one campaign from a YAML file, its summary printed. Exit codes: 0 every
- * SLO held; 1 an SLO failed; 2 the campaign is invalid or the run failed or was aborted.
+ * `fathom run FILE`: one campaign from a YAML file, its summary printed. Exit codes: `ExitCode`
+ * (0 every SLO held, 1 an SLO failed, 2 could not run, 3 aborted, 130 interrupted). Ctrl-C on an
+ * embedded run aborts it, prints its partial summary and exits 130; a second Ctrl-C quits at once.
  */
 export function registerRunCommand(program: Command): void {
   const command = program
@@ -43,14 +45,14 @@ export function registerRunCommand(program: Command): void {
       const outputs = parseOutputs(options.out ?? []);
       const input = applyRunOverrides(await readCampaignFile(file), options);
       const report = new ReportWriter(outputs);
-      const run = options.api
-        ? await runRemote(input, options, report)
+      const { run, interrupted } = options.api
+        ? { run: await runRemote(input, options, report), interrupted: false }
         : await runEmbedded(input, options, report);
       const name = (input as { name?: string }).name;
       process.stdout.write(`${options.json ? JSON.stringify(run, null, 2) : formatRunSummary(run, name)}\n`);
       for (const path of report.written) process.stderr.write(`wrote ${path}\n`);
       if (report.missing) process.stderr.write(`fathom: ${report.missing}\n`);
-      process.exitCode = exitCodeOf(run);
+      process.exitCode = interrupted ? ExitCode.interrupted : exitCodeOf(run);
     });
   addRunOverrideOptions(command);
   addProgressOptions(command);
@@ -79,9 +81,13 @@ class ReportWriter {
 }
 
 export function exitCodeOf(run: PrintableRun): number {
-  if (run.status !== 'completed') return 2;
-  return run.summary?.slo.passed ? 0 : 1;
+  if (run.status === 'aborted') return ExitCode.aborted;
+  if (run.status !== 'completed') return ExitCode.couldNotRun;
+  return run.summary?.slo.passed ? ExitCode.passed : ExitCode.sloFailed;
 }
+
+/** How long an interrupted run may take to bring its partial summary. */
+const INTERRUPTED_SUMMARY_GRACE_MS = 10_000;
 
 function durationOf(input: unknown): number {
   const ms = (input as { load?: { durationMs?: unknown } }).load?.durationMs;
@@ -89,14 +95,21 @@ function durationOf(input: unknown): number {
 }
 
 function invalid(issues: Array<{ field: string; message: string }>): CliExit {
-  return new CliExit(2, `invalid campaign:\n${issues.map((i) => `  ${i.field}: ${i.message}`).join('\n')}`);
+  return new CliExit(
+    ExitCode.couldNotRun,
+    `invalid campaign:\n${issues.map((i) => `  ${i.field}: ${i.message}`).join('\n')}`,
+  );
 }
 
-async function runEmbedded(file: unknown, options: RunOptions, report: ReportWriter): Promise<PrintableRun> {
+async function runEmbedded(
+  file: unknown,
+  options: RunOptions,
+  report: ReportWriter,
+): Promise<{ run: PrintableRun; interrupted: boolean }> {
   // The user's own secrets (values, their variables, their files): moved into this process's
   // environment, so only references reach the embedded services' storage and bus.
   const input = await stashSecrets(file, process.env).catch((error: unknown) => {
-    throw error instanceof SecretResolutionError ? new CliExit(2, error.message) : error;
+    throw error instanceof SecretResolutionError ? new CliExit(ExitCode.couldNotRun, error.message) : error;
   });
   // Refuse a bad file before paying for the embedded database's start.
   try {
@@ -104,33 +117,59 @@ async function runEmbedded(file: unknown, options: RunOptions, report: ReportWri
   } catch (error) {
     throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
   }
-  const fathom = await startEmbedded({
-    dataDir: options.dataDir ?? null,
-    logLevels: options.verbose ? ['error', 'warn', 'log'] : ['error'],
-  });
+  let runId: string | null = null;
+  let interrupted = false;
+  let fathom: Awaited<ReturnType<typeof startEmbedded>> | null = null;
+  const onInterrupt = () => {
+    // Before the run exists there is nothing to abort; a second Ctrl-C quits at once.
+    if (interrupted || runId === null || fathom === null) process.exit(ExitCode.interrupted);
+    interrupted = true;
+    process.stderr.write(
+      'fathom: interrupted: aborting the run for its partial summary (Ctrl-C again quits)\n',
+    );
+    void fathom.campaigns.abort(runId, 'interrupted (Ctrl-C)').catch(() => undefined);
+  };
+  process.on('SIGINT', onInterrupt);
   try {
+    fathom = await startEmbedded({
+      dataDir: options.dataDir ?? null,
+      logLevels: options.verbose ? ['error', 'warn', 'log'] : ['error'],
+      // Ctrl-C aborts the run (onInterrupt), then the app closes below.
+      shutdownHooks: false,
+    });
+    // The engine's worker and the embedding model load before the run, not from its CPU.
+    await fathom.warm();
     // The user's own files: the CLI may read any of them.
-    const { runId } = await fathom.campaigns
+    const submitted = await fathom.campaigns
       .submit(input, 'cli', { localFiles: true })
       .catch((error: unknown) => {
         throw error instanceof CampaignValidationError ? invalid(error.issues) : error;
       });
-    const progress = watchRunProgress(options, () => fathom.fathom.app.get(RunProgressService).get(runId));
+    runId = submitted.runId;
+    if (process.stderr.isTTY) process.stderr.write(`fathom: run ${runId} started (Ctrl-C aborts it)\n`);
+    const app = fathom.fathom.app;
+    const progress = watchRunProgress(options, () => app.get(RunProgressService).get(submitted.runId));
     let run: PrintableRun;
     try {
       run = await waitForRun(fathom.runs, runId, {
         timeoutMs: durationOf(input) + Number(options.timeoutMs),
+        graceWithoutSummaryMs: INTERRUPTED_SUMMARY_GRACE_MS,
+      }).catch((error: unknown) => {
+        throw new CliExit(ExitCode.couldNotRun, (error as Error).message);
       });
     } finally {
       await progress.stop();
     }
-    await report.write(runId, async () => {
-      const stored = await new RunReportRepository(fathom.database).latest(runId);
+    const id = runId;
+    const database = fathom.database;
+    await report.write(id, async () => {
+      const stored = await new RunReportRepository(database).latest(id);
       return (stored?.document as unknown as RunReportDocument | undefined) ?? null;
     });
-    return run;
+    return { run, interrupted };
   } finally {
-    await fathom.close();
+    process.off('SIGINT', onInterrupt);
+    await fathom?.close();
   }
 }
 
@@ -143,6 +182,8 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
     method: 'POST',
     headers,
     body: JSON.stringify(input),
+  }).catch((error: unknown) => {
+    throw new CliExit(ExitCode.couldNotRun, `cannot reach the orchestrator at ${base}: ${reasonOf(error)}`);
   });
   const body = (await created.body.json()) as {
     runId?: string;
@@ -152,7 +193,7 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
   if (created.statusCode === 400 && body.issues) throw invalid(body.issues);
   if (created.statusCode !== 201 || !body.runId) {
     throw new CliExit(
-      2,
+      ExitCode.couldNotRun,
       `orchestrator answered ${created.statusCode}: ${body.message ?? JSON.stringify(body)}`,
     );
   }
@@ -174,10 +215,18 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
   try {
     run = await waitForRun(runs, body.runId, {
       timeoutMs: durationOf(input) + Number(options.timeoutMs),
+    }).catch((error: unknown) => {
+      throw new CliExit(ExitCode.couldNotRun, reasonOf(error));
     });
   } finally {
     await progress.stop();
   }
   await report.write(body.runId, () => loadReport(body.runId!, { api: base, token }));
   return run;
+}
+
+function reasonOf(error: unknown): string {
+  const e = error as Error & { code?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code;
+  return `${code ? `${code} ` : ''}${e.message ?? String(error)}`;
 }

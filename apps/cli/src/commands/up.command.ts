@@ -133,6 +133,7 @@ async function demo(options: UpOptions): Promise<void> {
     process.stdout.write(
       `Running "${spec.name}": ${spec.load.concurrency} concurrent streams for ${spec.load.durationMs / 1000} s against ${target.url}/v1\n`,
     );
+    await embedded.warm();
     const { runId } = await embedded.campaigns.submit(spec, 'demo');
     const run = await waitForRun(embedded.runs, runId, { timeoutMs: spec.load.durationMs + 90_000 });
     process.stdout.write(`\n${formatRunSummary(run, spec.name)}\n\n`);

@@ -1,4 +1,5 @@
 import { SLO_BREACH_TIER, type Quantiles, type RunSummary } from '@fathom/contracts';
+import { CLIENT_TOKENIZER } from '@fathom/load';
 
 export interface PrintableRun {
   id: string;
@@ -26,6 +27,7 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
     lines.push('  no summary: the run ended before any telemetry was analysed');
     return lines.join('\n');
   }
+  lines.push(...validityLines(s));
   const seconds = s.startedAt && s.endedAt ? ((s.endedAt - s.startedAt) / 1000).toFixed(1) : '-';
   lines.push(
     `  requests ${s.requests}  errors ${s.errors} (${(s.errorRate * 100).toFixed(2)} %)  dropped ${s.dropped}  over ${seconds} s`,
@@ -37,16 +39,23 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
         .join(', ')}`,
     );
   }
+  if (s.sampling) lines.push(samplingLine(s.sampling));
   lines.push(
-    `  throughput ${s.throughput.requestsPerSec.toFixed(1)} req/s, ${s.throughput.outputTokensPerSec.toFixed(0)} output tokens/s (${s.tokens.input} in, ${s.tokens.output} out${s.tokenizer ? `; client counts in ${s.tokenizer}` : ''})`,
+    `  throughput ${s.throughput.requestsPerSec.toFixed(1)} req/s, ${s.throughput.outputTokensPerSec.toFixed(0)} output tokens/s (${s.tokens.input} in, ${s.tokens.output} out${outputSource(s)})`,
   );
   lines.push(
     `  latency${' '.repeat(9)}${'P50'.padStart(10)} ${'P95'.padStart(10)} ${'P99'.padStart(10)} ${'max'.padStart(10)}`,
   );
   lines.push(row('end to end', s.latencyMs.e2e));
   lines.push(row('corrected e2e', s.latencyMs.correctedE2e));
-  lines.push(row('TTFT', s.latencyMs.ttft));
-  lines.push(row('inter-token', s.latencyMs.itl));
+  if (s.latencyMs.ttft.count === 0 && s.requests > s.errors) {
+    lines.push(
+      `  TTFT${' '.repeat(11)}no first-token time (not streamed): TTFT objectives do not apply, E2E judges each response`,
+    );
+  } else {
+    lines.push(row('TTFT', s.latencyMs.ttft));
+    lines.push(row('inter-token', s.latencyMs.itl));
+  }
   if (s.latencyMs.tpot) lines.push(row('TPOT', s.latencyMs.tpot));
   const extra = Object.keys(s.latencyMs.e2e.percentiles ?? {});
   if (extra.length) {
@@ -95,9 +104,7 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
     }
     lines.push(`  knee: ${s.sweep.knee.text}`);
   }
-  lines.push(
-    `  stream: ${s.semantic.responses} responses, ${s.semantic.outputTokens} tokens, mean gap ${ms(s.semantic.gapMeanMs)}, ${s.semantic.tokenCountMismatches} server/client token-count mismatches`,
-  );
+  lines.push(streamLine(s));
   const g = s.semantic.goodput;
   if (g && g.judged) {
     lines.push(
@@ -119,17 +126,91 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
       `  gpu/server: ${s.gpu.scrapes} scrapes (${s.gpu.gaps} gaps)${shown.length ? `; last ${shown.join(', ')}` : ''}`,
     );
   }
-  // Two verdicts that can differ: the tier (the best tier whose objectives all held: the spec's
-  // SLO-0/1/2 unless the campaign sets slo.tiers) and the campaign's own pass/fail thresholds.
-  const path = s.tierChanges.map((t) => t.to).join(' -> ');
-  const breach = s.tier === SLO_BREACH_TIER ? ': no tier had all its objectives hold' : '';
-  lines.push(`  SLO tier: ${s.tier ?? 'n/a'}${s.tierChanges.length > 1 ? ` (${path})` : ''}${breach}`);
   if (s.endReason === 'slo-failed')
     lines.push('  ended early: slo.abortOnFail (the thresholds below failed)');
+  lines.push(...verdictLines(s));
+  return lines.join('\n');
+}
+
+/** The measurement verdict first: a client-bound run's figures describe the client, not the target. */
+function validityLines(s: RunSummary): string[] {
+  if (!s.validity || s.validity.valid) return [];
+  const ordered = [...s.validity.reasons].sort(
+    (a, b) => Number(b.kind === 'client-bound') - Number(a.kind === 'client-bound'),
+  );
+  return ordered.map((r) =>
+    r.kind === 'client-bound'
+      ? `  CLIENT-BOUND: ${r.detail}`
+      : `  measurement invalid (${r.kind}): ${r.detail}`,
+  );
+}
+
+function samplingLine(sampling: NonNullable<RunSummary['sampling']>): string {
+  const share = sampling.requests ? ` (${((100 * sampling.records) / sampling.requests).toFixed(1)} %)` : '';
+  const embedded = sampling.embedded === null ? '' : `, ${sampling.embedded} embedded`;
+  return `  sampled: latency figures cover all ${sampling.requests} requests; ${sampling.records} per-request records${share}, ${sampling.semanticChecked} semantically checked${embedded}`;
+}
+
+/** Where the output token count comes from: the server's usage, or the client's own estimate. */
+function outputSource(s: RunSummary): string {
+  const counted = s.semantic.serverCounted;
+  const judged = s.semantic.responses;
+  if (counted === undefined || judged === 0 || s.tokens.output === 0)
+    return s.tokenizer ? `; client counts in ${s.tokenizer}` : '';
+  if (counted === judged) return ', output as the server counted it';
+  if (counted === 0)
+    return `, output tokens are client-side estimates (${s.tokenizer ?? CLIENT_TOKENIZER}): the server sent no usage`;
+  return `, output as the server counted it on ${counted} of ${judged} checked responses, else client-side estimates (${s.tokenizer ?? CLIENT_TOKENIZER})`;
+}
+
+/** What the stream carried: chunks are counted as chunks, never as tokens. */
+function streamLine(s: RunSummary): string {
+  const m = s.semantic;
+  if (m.responses === 0) return '  stream: no response checked';
+  const counts =
+    m.serverCounted === undefined
+      ? `${m.tokenCountMismatches} server/client token-count mismatches`
+      : m.serverCounted === 0
+        ? 'token counts: no server count (the server sent no usage)'
+        : `token counts: ${m.tokenCountMismatches} server/client mismatches in ${m.serverCounted} server-counted responses`;
+  if (m.chunks === undefined) {
+    return `  stream: ${m.responses} responses, ${m.outputTokens} tokens, mean gap ${ms(m.gapMeanMs)}, ${counts}`;
+  }
+  if (m.chunks === 0) return `  responses: ${m.responses} checked, not streamed (no chunks); ${counts}`;
+  const logprobTokens = m.outputTokens !== m.chunks ? ` (${m.outputTokens} tokens by their logprobs)` : '';
+  return `  stream: ${m.responses} responses, ${m.chunks} content chunks${logprobTokens}, mean gap ${ms(m.gapMeanMs)} between chunks; ${counts}`;
+}
+
+/**
+ * One verdict block: the tier (the tier objectives judged over the whole run: the spec's SLO-0/1
+ * unless the campaign sets slo.tiers) and the campaign SLO (its own thresholds, which decide the
+ * exit code). When one holds and the other does not, the block says why both are true.
+ */
+function verdictLines(s: RunSummary): string[] {
+  const lines = ['  verdict:'];
+  const during = s.tierChanges.map((t) => t.to);
+  const course =
+    during.length > 1 || (during.length === 1 && during[0] !== s.tier)
+      ? `; during the run ${during.join(' -> ')}`
+      : '';
+  const why = s.tierReason
+    ? ` (${s.tierReason})`
+    : s.tier === SLO_BREACH_TIER
+      ? ': no tier had all its objectives hold'
+      : '';
+  lines.push(`    SLO tier: ${s.tier ?? 'n/a'}${s.tierReason ? ' over the whole run' : ''}${why}${course}`);
   lines.push(
     s.slo.passed
-      ? '  SLO: passed (the campaign thresholds)'
-      : `  SLO: FAILED\n${s.slo.failures.map((f) => `    - ${f}`).join('\n')}`,
+      ? "    SLO: passed (the campaign's thresholds, which decide the exit code)"
+      : `    SLO: FAILED\n${s.slo.failures.map((f) => `      - ${f}`).join('\n')}`,
   );
-  return lines.join('\n');
+  const tierHeld = s.tier !== null && s.tier !== SLO_BREACH_TIER;
+  if (s.tier !== null && tierHeld !== s.slo.passed) {
+    lines.push(
+      s.slo.passed
+        ? "    why both: the tiers hold the run to the tier objectives (the spec's SLO-0/SLO-1 unless slo.tiers is set), stricter than this campaign's slo thresholds"
+        : "    why both: this campaign's slo thresholds are stricter than the tier objectives the run met",
+    );
+  }
+  return lines;
 }

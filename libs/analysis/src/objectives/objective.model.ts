@@ -95,9 +95,11 @@ export function evaluateObjective(o: Objective, span: SpanView, ctx: ObjectiveCo
         (d) =>
           d.ok &&
           (o.e2eMaxMs === undefined || d.e2eMs <= o.e2eMaxMs) &&
+          // No first-token time (non-streamed): the TTFT budget does not apply, E2E does.
           (o.kind !== 'goodput' ||
             o.ttftMaxMs === undefined ||
-            (d.ttftMs !== null && d.ttftMs <= o.ttftMaxMs)) &&
+            d.ttftMs === null ||
+            d.ttftMs <= o.ttftMaxMs) &&
           (o.kind !== 'semantic-goodput' || !d.riskSegments),
       ).length;
       const share = good / judged.length;

@@ -23,7 +23,9 @@ describe(renderReportHtml.name, () => {
       'semantic',
       'spec',
     ]);
-    expect(sut).toContain('data-slo="passed" data-tier="SLO-0" data-valid="true"');
+    // The fixture's whole run misses SLO-0 (corrected P99 985.6 ms > 800 ms): its tier is SLO-1,
+    // as its own objectives say, whatever tier its last change during the run named.
+    expect(sut).toContain('data-slo="passed" data-tier="SLO-1" data-valid="true"');
   });
 
   it('escapes what targets and detectors wrote and redacts the spec', () => {

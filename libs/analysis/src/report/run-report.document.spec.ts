@@ -1,7 +1,15 @@
-import type { DetectorSignal, MeasurementValidity, RunSummary } from '@fathom/contracts';
+import {
+  envelope,
+  type DetectorSignal,
+  type MeasurementValidity,
+  type RunSummary,
+  type TelemetryWindow,
+} from '@fathom/contracts';
+import { decodeHistogram, encodeHistogram, mergeWindows } from '@fathom/load';
+import { DEFAULT_TIER_SPECS } from '../objectives/objective.model';
 import type { RecordDigest } from '../evidence/record-digest';
 import { RunTimeline } from '../evidence/run-timeline';
-import { buildRunReportDocument } from './run-report.document';
+import { buildRunReportDocument, judgeWholeRun } from './run-report.document';
 
 describe(buildRunReportDocument.name, () => {
   const T0 = 1_700_000_000_000;
@@ -120,5 +128,76 @@ describe(buildRunReportDocument.name, () => {
 
   it('lists no drift for a run without schema-drift signals', () => {
     expect(build(timelineWith([])).semantic.toolContracts.drift).toEqual([]);
+  });
+});
+
+describe(judgeWholeRun.name, () => {
+  /** `seconds` one-second windows of 50 requests each taking `ms`, `errors` of them failed. */
+  function timelineOf(seconds: number, ms: number, errors: number): RunTimeline {
+    const h = decodeHistogram(mergeWindows([]).histogramsUs.e2e);
+    h.recordValueWithCount(Math.round(ms * 1000), 50);
+    const latency = encodeHistogram(h);
+    const timeline = new RunTimeline();
+    for (let seq = 0; seq < seconds; seq++) {
+      const window: TelemetryWindow = {
+        ...envelope('c', 'r', 1_000 * (seq + 1)),
+        generatorId: 'g',
+        shard: 0,
+        windowStart: 1_000 * seq,
+        windowMs: 1_000,
+        seq,
+        requests: 50,
+        errors,
+        errorClasses: errors ? { 'http-5xx': errors } : {},
+        dropped: 0,
+        late: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        histogramsUs: { e2e: latency, correctedE2e: latency, ttft: latency, itl: latency },
+      };
+      timeline.addWindow(window);
+    }
+    return timeline;
+  }
+
+  it('puts a run where every request failed in no tier, as its own objectives say', () => {
+    const sut = judgeWholeRun(timelineOf(3, 2, 50), DEFAULT_TIER_SPECS, []);
+    expect(sut.tier).toBe('SLO-breach');
+    expect(sut.objectives['SLO-1'].find((o) => o.objective === 'availability')).toMatchObject({
+      value: 0,
+      ok: false,
+    });
+    expect(sut.reason).toMatch(
+      /^no tier had all its objectives hold: SLO-0 missed: availability 0\.00 %.*; SLO-1 missed: availability 0\.00 %/,
+    );
+  });
+
+  it('names the best tier that held and what the tier above missed', () => {
+    const sut = judgeWholeRun(timelineOf(10, 1000, 0), DEFAULT_TIER_SPECS, []);
+    expect(sut.tier).toBe('SLO-1');
+    expect(sut.reason).toMatch(/^SLO-0 missed: correctedE2e p99 10\d\d\.\d ms > 800 ms$/);
+  });
+
+  it('gives no tier to a run without requests', () => {
+    expect(judgeWholeRun(new RunTimeline(), DEFAULT_TIER_SPECS, [])).toMatchObject({ tier: null });
+  });
+
+  it('agrees with the report document it is part of', () => {
+    const timeline = timelineOf(3, 2, 50);
+    const document = buildRunReportDocument({
+      runId: 'r',
+      campaignId: 'c',
+      summary: {} as RunSummary,
+      timeline,
+      tiers: DEFAULT_TIER_SPECS,
+      // The course during the run ended in SLO-1 (a short run, hysteresis): the whole run decides.
+      tierChanges: [{ ...envelope('c', 'r', 1), from: 'SLO-0', to: 'SLO-1', reason: 'x', figures: {} }],
+      breakerChanges: [],
+      rootCauses: [],
+      validity: { valid: true, reasons: [] },
+      stallMs: 500,
+    });
+    expect(document.tiers.final).toBe('SLO-breach');
+    expect(document.tiers.changes.map((c) => c.to)).toEqual(['SLO-1']);
   });
 });

@@ -17,6 +17,7 @@ import {
 } from '../objectives/objective.model';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
 import { slowestRequests, telemetryOfPoints, type SlowRequest } from './slowest-requests';
+import { SLO_BREACH_TIER as BREACH_TIER } from '@fathom/contracts';
 import {
   schemaDriftFindings,
   toolContractRatesFromDigests,
@@ -119,6 +120,46 @@ export interface RunReportInput {
   readonly tokenStats?: readonly TokenStatsSignal[];
 }
 
+/** The run judged as a whole: every tier's objectives, and the tier they put the run in. */
+export interface WholeRunVerdict {
+  readonly objectives: Record<string, ObjectiveResult[]>;
+  /** The best tier all of whose objectives held over the whole run; null with no request. */
+  readonly tier: string | null;
+  /** The first objective the tier above `tier` missed, or 'all objectives hold'. */
+  readonly reason: string;
+}
+
+/**
+ * Every tier's objectives over the whole run, and the run's tier from them: the one figure the
+ * summary, the report's objectives and the CLI's verdict share, so they cannot disagree (the
+ * tier changes during the run, judged over sliding windows with hysteresis, are its course).
+ */
+export function judgeWholeRun(
+  timeline: RunTimeline,
+  tiers: readonly TierSpec[],
+  breakerChanges: readonly BreakerChange[],
+): WholeRunVerdict {
+  const start = timeline.startMs ?? 0;
+  const whole = timeline.span(start - 1, timeline.latestMs ?? start);
+  const ctx = { breakerTripsPerMinute: maxTripsPerMinute(breakerChanges) };
+  const objectives: Record<string, ObjectiveResult[]> = {};
+  for (const tier of tiers)
+    objectives[tier.name] = tier.objectives.map((o) => evaluateObjective(o, whole, ctx));
+  if (!whole.requests) return { objectives, tier: null, reason: 'no request to judge' };
+  const misses: string[] = [];
+  for (const tier of tiers) {
+    const missed = objectives[tier.name].find((r) => !r.ok);
+    if (!missed)
+      return { objectives, tier: tier.name, reason: misses[misses.length - 1] ?? 'all objectives hold' };
+    misses.push(`${tier.name} missed: ${missed.text}`);
+  }
+  return {
+    objectives,
+    tier: BREACH_TIER,
+    reason: `no tier had all its objectives hold: ${misses.join('; ')}`,
+  };
+}
+
 /** The versioned JSON document stored per run (`run_reports`) and served by the API. */
 export function buildRunReportDocument(input: RunReportInput): RunReportDocument {
   const { timeline } = input;
@@ -126,12 +167,8 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
   const end = timeline.latestMs ?? start;
   const whole = timeline.span(start - 1, end);
   const trips = input.breakerChanges.filter((b) => b.to === 'open').length;
-  const objectives: Record<string, ObjectiveResult[]> = {};
-  for (const tier of input.tiers) {
-    objectives[tier.name] = tier.objectives.map((o) =>
-      evaluateObjective(o, whole, { breakerTripsPerMinute: maxTripsPerMinute(input.breakerChanges) }),
-    );
-  }
+  const verdict = judgeWholeRun(timeline, input.tiers, input.breakerChanges);
+  const objectives = verdict.objectives;
   const detectorSignals: Record<string, number> = {};
   for (const s of timeline.detectors) detectorSignals[s.detector] = (detectorSignals[s.detector] ?? 0) + 1;
   const digests = timeline.digests;
@@ -163,7 +200,8 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
     }),
     objectives,
     tiers: {
-      final: input.tierChanges.length ? input.tierChanges[input.tierChanges.length - 1].to : null,
+      // The whole run's tier, as in the summary; `changes` is its course during the run.
+      final: verdict.tier,
       changes: input.tierChanges.map((t) => ({
         at: t.emittedAt,
         from: t.from,

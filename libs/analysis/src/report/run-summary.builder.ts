@@ -24,6 +24,13 @@ export interface RunEvidence {
   readonly tierChanges: readonly SloTierChange[];
   /** Set when the run was aborted by a user: the summary keeps that status. */
   readonly aborted: boolean;
+  /**
+   * The run's tier judged over the whole run (`judgeWholeRun`), as the report's objectives are.
+   * Absent: the last tier change stands for it.
+   */
+  readonly wholeRun?: { readonly tier: string | null; readonly reason: string };
+  /** Responses the semantic-monitor embedded (its `semantic-goodput` figures); null: not told. */
+  readonly embedded?: number | null;
   /** Shards that started (or were planned) and never ended: the run is `partial`. */
   readonly missingShards?: readonly MissingShard[];
 }
@@ -112,17 +119,33 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
           )
         : null,
       tokenCountMismatches: evidence.tokenStats.filter((s) => (s.tokenCountMismatch ?? 0) !== 0).length,
+      chunks: sum(evidence.tokenStats, (s) => s.chunks),
+      serverCounted: evidence.tokenStats.filter((s) => s.tokenCountMismatch !== null).length,
       detectorSignals: evidence.detectorSignals,
       goodput: goodputOf(measuredStats(evidence.tokenStats), elapsedSec ? requests / elapsedSec : 0),
     },
     gpu: gpuSummary(evidence.gpu),
-    tier: evidence.tierChanges.length ? evidence.tierChanges[evidence.tierChanges.length - 1].to : null,
+    tier: evidence.wholeRun
+      ? evidence.wholeRun.tier
+      : evidence.tierChanges.length
+        ? evidence.tierChanges[evidence.tierChanges.length - 1].to
+        : null,
+    ...(evidence.wholeRun ? { tierReason: evidence.wholeRun.reason } : {}),
     tierChanges: evidence.tierChanges.map((t) => ({
       at: t.emittedAt,
       from: t.from,
       to: t.to,
       reason: t.reason,
     })),
+    sampling: {
+      requests,
+      records: sum(
+        evidence.lifecycle.filter((l) => l.phase !== 'shard-started'),
+        (l) => l.counts?.recordsPublished ?? 0,
+      ),
+      semanticChecked: evidence.tokenStats.length,
+      embedded: evidence.embedded ?? null,
+    },
     slo: sloVerdict(
       {
         requests: measured.requests,

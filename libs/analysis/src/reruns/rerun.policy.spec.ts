@@ -5,6 +5,8 @@ import {
   measurementInvalidity,
   rerunBackoffMs,
   rerunReason,
+  rerunRefusal,
+  mayRerunAfter,
 } from './rerun.policy';
 
 describe(decideRerun.name, () => {
@@ -150,5 +152,27 @@ describe(measurementInvalidity.name, () => {
 describe(rerunBackoffMs.name, () => {
   it('leaves the first rerun to the cool-down, then doubles up to the cap', () => {
     expect([0, 1, 2, 3, 10].map((n) => rerunBackoffMs(n, 1000, 6000))).toEqual([0, 1000, 2000, 4000, 6000]);
+  });
+});
+
+describe(mayRerunAfter.name, () => {
+  it('refuses a rerun after an aborted run and allows one after a finished run', () => {
+    expect(mayRerunAfter('aborted')).toBe(false);
+    expect(mayRerunAfter('completed')).toBe(true);
+    expect(mayRerunAfter('failed')).toBe(true);
+  });
+});
+
+describe(rerunRefusal.name, () => {
+  it('refuses to rerun a client-bound run with the identical spec, with the advice', () => {
+    const reasons = [
+      { kind: 'no-steady-state', detail: 'too short' },
+      { kind: 'client-bound', detail: 'the client limited this run. Advice: lower load.recordsPerSecond' },
+    ];
+    expect(rerunRefusal({ valid: false, reasons })).toBe(
+      'client-bound, no rerun of the identical spec: the client limited this run. Advice: lower load.recordsPerSecond',
+    );
+    expect(rerunRefusal({ valid: false, reasons: [reasons[0]] })).toBeNull();
+    expect(rerunRefusal(undefined)).toBeNull();
   });
 });

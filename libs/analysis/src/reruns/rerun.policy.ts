@@ -90,6 +90,16 @@ export interface ReportedValidity {
 export const MAX_DROPPED_FRACTION = 0.05;
 export const MAX_TOKEN_MISMATCH_FRACTION = 0.05;
 
+/**
+ * Why a finished run must not be rerun as it is, or null. A client-bound run (the generator, not
+ * the target, limited it) rerun with the identical spec measures the same distortion again; the
+ * run ends with the report's advice instead (lower the record budget, more shards, more cores).
+ */
+export function rerunRefusal(validity: ReportedValidity | undefined): string | null {
+  const bound = validity?.reasons.find((r) => r.kind === 'client-bound');
+  return bound ? `client-bound, no rerun of the identical spec: ${bound.detail}` : null;
+}
+
 /** Why a finished run's measurement is invalid (a rerun reason), or null when it is valid. */
 export function measurementInvalidity(
   summary: RunSummary,
@@ -116,4 +126,13 @@ export function measurementInvalidity(
 export function rerunReason(requested: string | null, invalidity: string | null): string | null {
   const reasons = [requested, invalidity].filter((r): r is string => r !== null && r !== '');
   return reasons.length > 0 ? reasons.join('; ') : null;
+}
+
+/**
+ * An aborted run never starts a rerun, whatever it asked for while it ran: someone (a user, a
+ * resolved alert) stopped it on purpose, and its last figures (cancelled requests, a cut-short
+ * window) describe the abort, not the target.
+ */
+export function mayRerunAfter(runStatus: string): boolean {
+  return runStatus !== 'aborted';
 }

@@ -1,5 +1,6 @@
 import type { MeasurementValidity, TelemetryWindow } from '@fathom/contracts';
 import type { RecordDigest } from '../evidence/record-digest';
+import { CLIENT_BOUND_ADVICE, judgeClientBound } from './client-bound';
 
 export interface ValidityOptions {
   /** Share of iterations that may start late or be dropped before the generator is the bottleneck. */
@@ -25,7 +26,8 @@ export const DEFAULT_VALIDITY_OPTIONS: ValidityOptions = {
 };
 
 /**
- * Whether a run measured the target: the generator kept its schedule (k6: dropped iterations;
+ * Whether a run measured the target: the generator was not the bottleneck (its own health per
+ * window: `client-bound`, listed first), kept its schedule (k6: dropped iterations;
  * late starts in open-model profiles), client and server agree on token counts, and throughput
  * reached a steady state. A run whose unsteadiness a named root cause explains (the target
  * degraded under a fault) is valid: it measured that degradation.
@@ -37,6 +39,14 @@ export function assessValidity(
   options: ValidityOptions = DEFAULT_VALIDITY_OPTIONS,
 ): MeasurementValidity {
   const reasons: MeasurementValidity['reasons'] = [];
+  const bound = judgeClientBound(windows);
+  if (bound) {
+    reasons.push({
+      kind: 'client-bound',
+      detail: `${bound.detail}; advice: ${CLIENT_BOUND_ADVICE.join(', ')}`,
+      figures: bound.figures,
+    });
+  }
   const requests = windows.reduce((n, w) => n + w.requests, 0);
   const late = windows.reduce((n, w) => n + w.late, 0);
   const dropped = windows.reduce((n, w) => n + w.dropped, 0);

@@ -41,8 +41,14 @@ export const CampaignSpecSchema = z
           .max(24 * 3600 * 1000),
         /** Per-request timeout; a request that exceeds it is classified `timeout`. */
         requestTimeoutMs: z.number().int().positive().default(30000),
-        /** Fraction of per-request records published besides the histograms (1 = all). */
-        recordSampleRate: z.number().min(0).max(1).default(1),
+        /**
+         * Per-request records (semantic checks, embeddings, stored events) a shard publishes per
+         * second at most: an adaptive budget that halves while the generator is client-bound.
+         * Latency figures never sample: the HDR windows count every request.
+         */
+        recordsPerSecond: z.number().positive().max(100_000).default(100),
+        /** A fixed fraction of requests recorded instead of the budget (1 = all; 0 = none). */
+        recordSampleRate: z.number().min(0).max(1).optional(),
         /** Number of shards the plan is cut into for load-generators in a consumer group. */
         shards: z.number().int().positive().max(256).default(1),
         /** When requests start. Absent means `closed` with `concurrency` users (the original shape). */

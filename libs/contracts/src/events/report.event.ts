@@ -79,6 +79,31 @@ export const SweepKneeSchema = z.object({
   text: z.string(),
 });
 export type SweepKnee = z.infer<typeof SweepKneeSchema>;
+/**
+ * Whether the run measured the target at all. `valid: false` means the figures describe the
+ * generator or a transient, not the target: the orchestrator may rerun (each reason says why).
+ */
+export const MeasurementValiditySchema = z.object({
+  valid: z.boolean(),
+  reasons: z.array(
+    z.object({
+      /**
+       * `client-bound`: the load-generator's own health (event-loop delay, CPU busy, send
+       * lateness, in-flight backlog) says the client, not the target, limited the run.
+       */
+      kind: z.enum([
+        'generator-bottleneck',
+        'client-bound',
+        'token-count-mismatch',
+        'no-steady-state',
+        'telemetry-lost',
+      ]),
+      detail: z.string(),
+      figures: z.record(z.string(), z.number()),
+    }),
+  ),
+});
+export type MeasurementValidity = z.infer<typeof MeasurementValiditySchema>;
 
 export const RunTelemetryCompletenessSchema = z.object({
   /** Requests the generators of the shards that ended say they sent (their shard-end counts). */
@@ -125,6 +150,10 @@ export const RunSummarySchema = z.object({
     outputTokens: z.number().int().nonnegative(),
     gapMeanMs: z.number().nullable(),
     tokenCountMismatches: z.number().int().nonnegative(),
+    /** Content chunks of the judged responses (what `outputTokens` counts without logprobs). */
+    chunks: z.number().int().nonnegative().optional(),
+    /** Judged responses whose server reported usage (the ones a token-count mismatch can be told on). */
+    serverCounted: z.number().int().nonnegative().optional(),
     detectorSignals: z.number().int().nonnegative(),
     /**
      * Goodput (requests that succeeded within the per-request latency SLO, per second) and
@@ -139,7 +168,13 @@ export const RunSummarySchema = z.object({
     /** Last value seen per canonical metric (averaged over GPUs). */
     last: z.record(z.string(), z.number()),
   }),
+  /**
+   * The run's tier over the whole run: the best tier all of whose objectives held, judged as the
+   * report's `objectives` are (null: nothing to judge). `tierChanges` is its course during the run.
+   */
   tier: z.string().nullable(),
+  /** Why the run is in `tier`: the objective the tier above missed, with its figure. */
+  tierReason: z.string().optional(),
   tierChanges: z.array(
     z.object({ at: z.number(), from: z.string().nullable(), to: z.string(), reason: z.string() }),
   ),
@@ -155,29 +190,28 @@ export const RunSummarySchema = z.object({
   /** Sweep: one row per step, in load order, and the knee (present for sweep runs). */
   sweep: z.object({ steps: z.array(SweepStepSchema), knee: SweepKneeSchema }).optional(),
   /**
+   * How many requests the figures rest on: every request is in the latency histograms; a budget
+   * of them became per-request records (`records`), of which the semantic-monitor judged
+   * `semanticChecked` (records that arrived) and embedded `embedded` (its CPU-adaptive sample).
+   */
+  sampling: z
+    .object({
+      requests: z.number().int().nonnegative(),
+      records: z.number().int().nonnegative(),
+      semanticChecked: z.number().int().nonnegative(),
+      embedded: z.number().int().nonnegative().nullable(),
+    })
+    .optional(),
+  /**
    * How complete the measurement is against the generators' own counts: requests they sent that
    * no stored window holds (telemetry lost on the way), and shards whose generator stopped
    * reporting before the shard ended (`partial`). Absent in reports made before.
    */
   telemetry: RunTelemetryCompletenessSchema.optional(),
+  /** The analyzer's verdict on whether the run measured the target (as on the report). */
+  validity: MeasurementValiditySchema.optional(),
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
-
-/**
- * Whether the run measured the target at all. `valid: false` means the figures describe the
- * generator or a transient, not the target: the orchestrator may rerun (each reason says why).
- */
-export const MeasurementValiditySchema = z.object({
-  valid: z.boolean(),
-  reasons: z.array(
-    z.object({
-      kind: z.enum(['generator-bottleneck', 'token-count-mismatch', 'no-steady-state', 'telemetry-lost']),
-      detail: z.string(),
-      figures: z.record(z.string(), z.number()),
-    }),
-  ),
-});
-export type MeasurementValidity = z.infer<typeof MeasurementValiditySchema>;
 
 export const RunReportSchema = z.object({
   ...envelopeShape,

@@ -9,6 +9,8 @@ export const ErrorClassSchema = z.enum([
   'http-5xx',
   'stream-truncated',
   'malformed-sse',
+  /** A non-streamed response body that is not JSON, or not a completion. */
+  'malformed-json',
   /** Broken HTTP framing: status line, header, chunk size, an oversized head. */
   'protocol',
   'aborted',
@@ -152,13 +154,34 @@ export const RequestRecordSchema = z.object({
 });
 export type RequestRecord = z.infer<typeof RequestRecordSchema>;
 
-/** Per-request records, batched off the hot path. Sampled at the campaign's recordSampleRate. */
+/** Per-request records, batched off the hot path: the campaign's record budget (or fixed recordSampleRate). */
 export const RequestTelemetrySchema = z.object({
   ...envelopeShape,
   generatorId: z.string(),
   records: z.array(RequestRecordSchema).min(1),
 });
 export type RequestTelemetry = z.infer<typeof RequestTelemetrySchema>;
+
+/**
+ * The generator's own health over one window: whether the client, not the target, limited it.
+ * `loopDelayP99Ms` / `loopUtilization`: event-loop delay (10 ms timer) and utilisation of the
+ * engine's thread; `cpuBusy`: the host's CPU busy ratio; `sendLateP99Ms`: actual minus intended
+ * send time; `inFlightMax`: the most requests in flight (backlog) against `concurrency`.
+ */
+export const GeneratorHealthSchema = z.object({
+  loopDelayP99Ms: z.number().nonnegative(),
+  loopDelayMaxMs: z.number().nonnegative(),
+  loopUtilization: z.number().min(0).max(1),
+  cpuBusy: z.number().min(0).max(1),
+  sendLateP99Ms: z.number().nonnegative(),
+  inFlightMax: z.number().int().nonnegative(),
+  concurrency: z.number().int().nonnegative(),
+  /** The window's E2E P50 (ms; 0 without requests): what a loop delay is weighed against. */
+  e2eP50Ms: z.number().nonnegative(),
+  /** Per-request records taken per second in this window (what the record budget let through). */
+  recordBudgetPerSec: z.number().nonnegative(),
+});
+export type GeneratorHealth = z.infer<typeof GeneratorHealthSchema>;
 
 /**
  * The primary telemetry stream: one window of one generator's shard, as mergeable HDR
@@ -190,6 +213,8 @@ export const TelemetryWindowSchema = z.object({
     /** Time per output token (vLLM's TPOT) of each request. Optional: older generators lack it. */
     tpot: z.string().optional(),
   }),
+  /** The generator's health in this window (absent from older generators). */
+  health: GeneratorHealthSchema.optional(),
 });
 export type TelemetryWindow = z.infer<typeof TelemetryWindowSchema>;
 

@@ -18,11 +18,21 @@ const CONNECT_CODES = new Set([
  * Maps a failure to the contract's error class. `cancel.reason` tells our own timeout from a run
  * abort; a broken connection after the response headers arrived is a truncated stream, before
  * them a connect error. The own HTTP/1.1 client's framing errors (malformed status line, header
- * or chunk size, an oversized head) are `protocol`; the record's errorMessage says which.
+ * or chunk size, an oversized head) are `protocol`; the record's errorMessage says which. A body
+ * that cannot be parsed is `malformed-sse` when it was a stream, `malformed-json` when it was one
+ * JSON document (`body: 'json'`, a non-streamed response).
  */
-export function classifyError(error: unknown, cancel: RequestCancel, headersReceived: boolean): ErrorClass {
+export function classifyError(
+  error: unknown,
+  cancel: RequestCancel,
+  headersReceived: boolean,
+  body: 'sse' | 'json' = 'sse',
+): ErrorClass {
   if (cancel.aborted) return cancel.reason instanceof RequestTimeout ? 'timeout' : 'aborted';
-  if (error instanceof StreamParseError) return error.kind === 'api-error' ? 'other' : 'malformed-sse';
+  if (error instanceof StreamParseError) {
+    if (error.kind === 'api-error') return 'other';
+    return body === 'json' ? 'malformed-json' : 'malformed-sse';
+  }
   const code =
     (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
   if (code === 'HTTP1_EARLY_CLOSE') return headersReceived ? 'stream-truncated' : 'connect';

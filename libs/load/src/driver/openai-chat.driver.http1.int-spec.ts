@@ -253,6 +253,16 @@ describe('OpenAiChatDriver over the own HTTP/1.1 client', () => {
     expect(sockets[0].destroyed).toBe(true);
   });
 
+  it('classifies a non-streamed body that is not JSON as malformed-json, not malformed-sse', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"choices":[{"index":0,"message":{"content":"a"');
+    };
+    const sut = await chat({ stream: false }).execute(requestOf());
+    expect(sut.errorClass).toBe('malformed-json');
+    expect(sut.errorMessage).toContain('malformed-json');
+  });
+
   it('classifies a response that is not HTTP as a protocol error', async () => {
     const garbage = createNetServer((socket) =>
       socket.once('data', () => socket.end('SSH-2.0-OpenSSH_9.6\r\n\r\n')),

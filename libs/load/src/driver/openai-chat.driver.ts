@@ -518,7 +518,7 @@ class ChatCall implements Http1Exchange {
       performance.now() - this.startMono,
       this.chunkOffsetsMs[0] ?? null,
       this.chunkOffsetsMs,
-      classifyError(error, cancel, this.headersReceived),
+      classifyError(error, cancel, this.headersReceived, this.decoder === null ? 'json' : 'sse'),
     );
     outcome.errorMessage = errorText(error);
     this.settle(outcome);

@@ -3,6 +3,9 @@ import { countTokens } from 'gpt-tokenizer';
 /** A counter other than the default (the scenario's tokenizer); memoised apart from the default's. */
 export type TokenCount = (text: string) => number;
 
+/** What counts output tokens on the client (when the server sends no usage): say it with the figure. */
+export const CLIENT_TOKENIZER = 'gpt-tokenizer, o200k_base';
+
 /** Completions at most this long are remembered; longer ones are counted every time. */
 const MEMO_MAX_CHARS = 8192;
 /** Distinct completions remembered; the memo starts afresh when full (at most ~2 MB of strings). */

@@ -311,7 +311,8 @@ export class ToolChainDriver implements RequestDriver {
       });
     } catch (error) {
       return outcome({
-        errorClass: classifyError(error, request.cancel, status !== 0),
+        // The model calls are non-streamed: a body that is not a completion is malformed JSON.
+        errorClass: classifyError(error, request.cancel, status !== 0, 'json'),
         errorMessage: errorText(error),
       });
     }

@@ -126,6 +126,8 @@ describe('load phases: warm-up, cool-down, sweep steps, abortOnFail', () => {
       const { result, records, windows } = await run(target.url, {
         durationMs: 2000,
         profile: { type: 'sweep', rates: 2 },
+        // Every request a record (not the default record budget), so records match windows.
+        recordSampleRate: 1,
       });
       const steps = new Map<number, WindowSnapshot[]>();
       for (const w of windows) steps.set(w.phase!.index, [...(steps.get(w.phase!.index) ?? []), w]);

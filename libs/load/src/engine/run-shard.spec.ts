@@ -234,6 +234,43 @@ describe(runShard.name, () => {
     }
   });
 
+  it('keeps records within the per-second budget by default and still counts every request', async () => {
+    const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 1 }));
+    const { sink, records, windows } = collectingSink();
+    try {
+      const sut = await runShard({
+        spec: spec(
+          target.url,
+          {
+            concurrency: 4,
+            durationMs: 1500,
+            recordsPerSecond: 40,
+            profile: { type: 'constant-rate', ratePerSec: 300 },
+          },
+          { type: 'chat', prompts: ['hi'], stream: false },
+        ),
+        shard: shard0,
+        ...ids,
+        sink,
+        signal: new AbortController().signal,
+        windowMs: 500,
+      });
+      const merged = mergeWindows(windows);
+      expect(merged.requests).toBe(sut.sent);
+      expect(sut.sent).toBeGreaterThan(300);
+      expect(records.length).toBe(sut.recordsSampled);
+      // One second of burst plus 40 a second over 1.5 s (the budget only ever shrinks from there).
+      expect(records.length).toBeGreaterThan(20);
+      expect(records.length).toBeLessThanOrEqual(40 + 1.6 * 40);
+      for (const w of windows) {
+        expect(w.health).toMatchObject({ concurrency: 4, inFlightMax: expect.any(Number) });
+        expect(w.health!.loopUtilization).toBeGreaterThanOrEqual(0);
+      }
+    } finally {
+      await target.close();
+    }
+  });
+
   it('samples records at recordSampleRate and still counts every request in the windows', async () => {
     const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 1 }));
     const { sink, records, windows } = collectingSink();

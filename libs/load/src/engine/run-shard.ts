@@ -15,6 +15,8 @@ import {
 import { errorText } from '../driver/error-class.util';
 import { PhasedRecorder, type PhaseSlot } from '../measure/phased.recorder';
 import { SloAbortWatch } from '../threshold/slo-abort.watch';
+import { GeneratorHealthMonitor, clientBoundReason } from '../measure/generator-health';
+import { RecordBudget } from '../measure/record-budget';
 import { WindowEncoder } from '../measure/window.encoder';
 import type { WindowSnapshot } from '../measure/window.snapshot';
 import { replaySchedule, scheduleFor } from '../profile/arrival.schedule';
@@ -33,7 +35,7 @@ import { runOpen } from './open.executor';
 
 /** Outputs only consume and must never block the engine (k6's rule): both are called inline. */
 export interface TelemetrySink {
-  /** A sampled request (sampling at `spec.load.recordSampleRate` is done by the engine). */
+  /** A sampled request (the engine applies the record budget or `spec.load.recordSampleRate`). */
   record(record: RequestRecord): void;
   /** Every `windowMs` (default 1000) and a final partial window. */
   window(window: WindowSnapshot): void;
@@ -121,6 +123,9 @@ class ShardRun implements AdaptiveExecutorContext {
   private readonly cancels = new Set<TimedCancel>();
   private timeoutTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly shardHex: string;
+  /** Which finished requests become records; adapts to `health` once a window. */
+  private readonly records: RecordBudget;
+  private health: GeneratorHealthMonitor | null = null;
   private readonly accounting: ShardAccounting;
   private readonly gate: (path: string) => boolean;
   private readonly windowMs: number;
@@ -170,14 +175,18 @@ class ShardRun implements AdaptiveExecutorContext {
       recycle: (histograms) => this.recorder.recycle(histograms),
     });
     const sampling = new SeededRandom(deriveSeed(this.profile.seed, 1_000_003 + this.shard.index));
+    const fixedRate = this.spec.load.recordSampleRate;
+    this.records =
+      fixedRate !== undefined
+        ? RecordBudget.fixed(fixedRate, () => sampling.next())
+        : RecordBudget.budget(this.spec.load.recordsPerSecond);
     this.gate = options.gate ?? (() => true);
     this.contentCapChars = options.contentCapChars ?? 2048;
     this.accounting = new ShardAccounting({
       counts: this.counts,
       shardIndex: this.shard.index,
       sink: options.sink,
-      recordSampleRate: this.spec.load.recordSampleRate,
-      sampling,
+      records: this.records,
       contentCapChars: this.contentCapChars,
       epochAt: (mono) => this.epochAt(mono),
     });
@@ -220,6 +229,7 @@ class ShardRun implements AdaptiveExecutorContext {
     if (signal.aborted) onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
 
+    this.health = new GeneratorHealthMonitor(maxInFlight);
     let windowStartMono = performance.now();
     const ticker = setInterval(() => {
       const now = performance.now();
@@ -290,6 +300,7 @@ class ShardRun implements AdaptiveExecutorContext {
       this.timeoutTimer = null;
       signal.removeEventListener('abort', onAbort);
       this.emitWindow(windowStartMono, Math.max(1, Math.round(performance.now() - windowStartMono)));
+      this.health.close();
       this.encoder.drain();
       await this.driver.close().catch(() => undefined);
     }
@@ -304,9 +315,25 @@ class ShardRun implements AdaptiveExecutorContext {
   private emitWindow(startMono: number, windowMs: number): void {
     const now = performance.now();
     this.slotAt(now);
-    for (const { phase, retired } of this.recorder.rotate(this.epochAt(startMono), windowMs, now)) {
+    const windows = this.recorder.rotate(this.epochAt(startMono), windowMs, now);
+    // The generator's health over this tick, on each window it closed; its loop delay is weighed
+    // against the E2E P50 of the busiest of them.
+    let e2eP50Ms = 0;
+    let most = 0;
+    for (const { retired } of windows) {
+      const e2e = retired.histograms[0];
+      if (e2e.totalCount > most) {
+        most = e2e.totalCount;
+        e2eP50Ms = e2e.getValueAtPercentile(50) / 1000;
+      }
+    }
+    const health = this.health?.sample(this.accounting.takeRecordsInWindow(), windowMs, e2eP50Ms) ?? null;
+    // A client-bound window halves the record budget: records are the client's main extra work.
+    if (health !== null) this.records.adjust(clientBoundReason(health) !== null);
+    for (const { phase, retired } of windows) {
       if (phase.segment === 'measured') this.sloWatch?.add(retired);
       retired.counts.phase = phase;
+      if (health !== null) retired.counts.health = health;
       this.encoder.push(retired);
     }
     if (this.sloWatch && !this.stopped) {
@@ -472,6 +499,7 @@ class ShardRun implements AdaptiveExecutorContext {
     this.cancels.add(cancel);
     this.armTimeout();
     this.inFlight++;
+    this.health?.observeSend(startMono - intendedMono, this.inFlight);
     const spanId = this.shardHex + seq.toString(16).padStart(12, '0');
     const traceId = traceIds.next();
     let outcome: DriverOutcome;

@@ -5,7 +5,7 @@ import type { DriverOutcome } from '../driver/request-outcome';
 import { newLatencyHistogram, recordMs } from '../measure/latency-histogram.util';
 import type { PhaseSlot } from '../measure/phased.recorder';
 import type { RequestSample } from '../measure/window.recorder';
-import type { SeededRandom } from '../random/seeded-random';
+import type { RecordBudget } from '../measure/record-budget';
 import type { ShardResult, TelemetrySink } from './run-shard';
 import { tpotMs } from './tpot.util';
 
@@ -14,9 +14,8 @@ export interface ShardAccountingOptions {
   counts: ShardResult;
   shardIndex: number;
   sink: TelemetrySink;
-  /** Share of requests published as records (`spec.load.recordSampleRate`). */
-  recordSampleRate: number;
-  sampling: SeededRandom;
+  /** Which finished requests are published as records (the record budget or `recordSampleRate`). */
+  records: RecordBudget;
   /** Prompt text kept per record. */
   contentCapChars: number;
   /** Wall-clock ms of a performance.now() instant. */
@@ -43,7 +42,17 @@ export class ShardAccounting {
   /** Latency tap for the adaptive controller (successful requests of the current interval). */
   private latencyTap: { histogram: hdr.Histogram; metric: 'ttft' | 'e2e' } | null = null;
 
+  /** Records published since the last `takeRecordsInWindow` (the generator's health weighs them). */
+  private recordsInWindow = 0;
+
   constructor(private readonly o: ShardAccountingOptions) {}
+
+  /** Records published since the last call, and restarts the count (once a window). */
+  takeRecordsInWindow(): number {
+    const n = this.recordsInWindow;
+    this.recordsInWindow = 0;
+    return n;
+  }
 
   tapLatency(metric: 'ttft' | 'e2e'): hdr.Histogram {
     const histogram = newLatencyHistogram();
@@ -98,9 +107,9 @@ export class ShardAccounting {
       const metric = tap.metric === 'ttft' ? outcome.ttftMs : outcome.e2eMs;
       if (metric !== null) recordMs(tap.histogram, metric);
     }
-    const rate = this.o.recordSampleRate;
-    if (rate > 0 && (rate >= 1 || this.o.sampling.next() < rate)) {
+    if (this.o.records.take(sentMono + outcome.e2eMs)) {
       this.o.counts.recordsSampled++;
+      this.recordsInWindow++;
       const record: RequestRecord = {
         requestId,
         traceId,

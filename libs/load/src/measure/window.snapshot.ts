@@ -1,5 +1,5 @@
 import type { Histogram } from 'hdr-histogram-js';
-import type { LoadPhase } from '@fathom/contracts';
+import type { GeneratorHealth, LoadPhase } from '@fathom/contracts';
 import {
   decodeHistogram,
   encodeHistogram,
@@ -25,6 +25,8 @@ export interface WindowSnapshot {
   /** The sweep step and segment of the requests counted (set by the engine; see `LoadPhase`). */
   phase?: LoadPhase;
   histogramsUs: { e2e: string; correctedE2e: string; ttft: string; itl: string; tpot: string };
+  /** The generator's own health over the window (see `GeneratorHealthMonitor`). */
+  health?: GeneratorHealth;
 }
 
 export type HistogramName = keyof WindowSnapshot['histogramsUs'];

@@ -35,6 +35,18 @@ export function sloObjectiveResults(figures: RunFigures, slo: SloThresholds): Sl
       text: figures.requests > 0 ? `${figures.requests} requests completed` : 'no request completed',
     },
   ];
+  // A run where every request failed passes nothing, whatever thresholds it sets: its latencies
+  // time failures, and no tier holds at 0 % availability.
+  // (Listed only then, so the objectives a report or JUnit export shows stay the campaign's own.)
+  if (figures.requests > 0 && figures.errorRate >= 1) {
+    results.push({
+      objective: 'succeeded',
+      measured: 0,
+      threshold: 1,
+      ok: false,
+      text: `no request succeeded: all ${figures.requests} failed`,
+    });
+  }
   const availability = 1 - figures.errorRate;
   if (slo.availability !== undefined) {
     const ok = !(availability < slo.availability);
@@ -80,8 +92,9 @@ export function sloObjectiveResults(figures: RunFigures, slo: SloThresholds): Sl
 }
 
 /**
- * Checks a finished run against the campaign's own thresholds. A run with no requests fails:
- * it measured nothing. Each failure names the objective, the figure and the threshold.
+ * Checks a finished run against the campaign's own thresholds. A run with no requests fails: it
+ * measured nothing; so does one where every request failed. Each failure names the objective,
+ * the figure and the threshold.
  */
 export function sloVerdict(figures: RunFigures, slo: SloThresholds): { passed: boolean; failures: string[] } {
   const failures = sloObjectiveResults(figures, slo)

@@ -14,7 +14,14 @@ const SPEC = {
     maxTokens: 8,
     logprobs: false,
   },
-  load: { concurrency: 1, durationMs: 1000, requestTimeoutMs: 30000, recordSampleRate: 1, shards: 1 },
+  load: {
+    concurrency: 1,
+    durationMs: 1000,
+    requestTimeoutMs: 30000,
+    recordsPerSecond: 100,
+    recordSampleRate: 1,
+    shards: 1,
+  },
   slo: {},
   reruns: { maxReruns: 1, cooldownMs: 5000 },
 };

@@ -81,8 +81,16 @@ describe(ResponseAssessor.name, () => {
   it('fails the latency SLO on a slow, a late-first-token or a failed request', () => {
     const sut = new ResponseAssessor();
     expect(sut.assess({ ...base, e2eMs: 900 }, { e2eMs: 800 }).latencySloMet).toBe(false);
-    expect(sut.assess({ ...base, ttftMs: null }, { ttftMs: 100 }).latencySloMet).toBe(false);
+    expect(sut.assess({ ...base, ttftMs: 150 }, { ttftMs: 100 }).latencySloMet).toBe(false);
     expect(sut.assess({ ...base, status: 500, errorClass: 'http-5xx' }, {}).latencySloMet).toBe(false);
+  });
+
+  it('judges a response with no first-token time (non-streamed) by its E2E budget only', () => {
+    const sut = new ResponseAssessor();
+    const nonStreamed = { ...base, ttftMs: null, chunkOffsetsMs: [] };
+    expect(sut.assess({ ...nonStreamed, e2eMs: 300 }, { e2eMs: 800, ttftMs: 100 }).latencySloMet).toBe(true);
+    expect(sut.assess({ ...nonStreamed, e2eMs: 300 }, { ttftMs: 100 }).latencySloMet).toBe(true);
+    expect(sut.assess({ ...nonStreamed, e2eMs: 900 }, { e2eMs: 800, ttftMs: 100 }).latencySloMet).toBe(false);
   });
 
   it('judges prompt explosion only when the record carries the prompt', () => {

@@ -109,10 +109,15 @@ export class ResponseAssessor {
   }
 }
 
+/**
+ * A response with no first-token time (non-streamed: the first token comes with the whole body)
+ * is judged by its E2E budget only: the TTFT budget does not apply to it, as the run's TTFT P99
+ * objective does not apply to a run that measured no TTFT.
+ */
 function latencySloMet(record: RequestRecord, slo: RequestLatencySlo, failed: boolean): boolean {
   if (failed) return false;
   if (slo.e2eMs !== undefined && !(record.e2eMs <= slo.e2eMs)) return false;
-  if (slo.ttftMs !== undefined && (record.ttftMs === null || !(record.ttftMs <= slo.ttftMs))) return false;
+  if (slo.ttftMs !== undefined && record.ttftMs !== null && !(record.ttftMs <= slo.ttftMs)) return false;
   return true;
 }
 

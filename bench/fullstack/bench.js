@@ -1,0 +1,207 @@
+// Full-stack bench: `fathom run` with DEFAULT settings (embedded: all five services, in-memory bus,
+// embedded PostgreSQL) beside a peer, against a minimal OpenAI-compatible server that is not
+// Fathom's simulator (target.js). The target is pinned to core 1; Fathom's whole process and each
+// peer to core 0 (taskset); same concurrency; rounds alternate peer and Fathom, non-streamed
+// (peer: autocannon) and streamed (peer: a bare undici SSE reader). Prints throughput and P50
+// per round and their ratios (Fathom / peer), and Fathom's RSS over time. Figures, never a test.
+//
+// Usage: node bench/fullstack/bench.js [--seconds 10] [--concurrency 16] [--rounds 3]
+//          [--modes json,stream] [--long-seconds 60 | --long]   (--long: a 10-minute memory run)
+// Needs `npm run build` first (the CLI runs from dist/).
+'use strict';
+const { spawn, spawnSync } = require('node:child_process');
+const { readFileSync, writeFileSync, mkdtempSync } = require('node:fs');
+const { join } = require('node:path');
+const { tmpdir, cpus } = require('node:os');
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? fallback : process.argv[i + 1];
+};
+const seconds = Number(arg('seconds', 10));
+const concurrency = Number(arg('concurrency', 16));
+const rounds = Number(arg('rounds', 3));
+const modes = String(arg('modes', 'json,stream')).split(',');
+const longSeconds = process.argv.includes('--long') ? 600 : Number(arg('long-seconds', 60));
+const here = __dirname;
+const root = join(here, '..', '..');
+const tmp = mkdtempSync(join(tmpdir(), 'fathom-fullstack-'));
+const clientCore = '0';
+const targetCore = cpus().length > 1 ? '1' : '0';
+const port = 18600 + Math.floor(Math.random() * 1000);
+const url = `http://127.0.0.1:${port}/v1`;
+
+function startTarget() {
+  const child = spawn(
+    'taskset',
+    ['-c', targetCore, process.execPath, join(here, 'target.js'), String(port)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  return new Promise((resolve) => child.stdout.once('data', () => resolve(child)));
+}
+
+function peer(mode) {
+  const script = mode === 'json' ? 'peer-autocannon.js' : 'peer-sse.js';
+  const out = spawnSync(
+    'taskset',
+    ['-c', clientCore, process.execPath, join(here, script), url, String(concurrency), String(seconds)],
+    { encoding: 'utf8', maxBuffer: 16 << 20 },
+  );
+  const line = out.stdout.trim().split('\n').pop();
+  try {
+    return JSON.parse(line);
+  } catch {
+    throw new Error(`${script}: ${out.stdout}\n${out.stderr}`);
+  }
+}
+
+/** A campaign with nothing but what a new user writes: every load setting is Fathom's default. */
+function campaignFile(mode, durationS) {
+  const file = join(tmp, `${mode}-${durationS}.yaml`);
+  writeFileSync(
+    file,
+    [
+      `name: fullstack ${mode}`,
+      `target: { baseUrl: "${url}" }`,
+      `scenario: { type: chat, model: bench, prompts: [hello], maxTokens: 16, stream: ${mode === 'stream'} }`,
+      `load: { concurrency: ${concurrency}, durationMs: ${durationS * 1000} }`,
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+function rssMiB(pid) {
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `fathom run FILE --json` on the client core; RSS of its process sampled every `sampleMs`. */
+function fathom(mode, durationS, sampleMs = 500) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'taskset',
+      [
+        '-c',
+        clientCore,
+        process.execPath,
+        join(root, 'bin', 'fathom.js'),
+        'run',
+        campaignFile(mode, durationS),
+        '--json',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const t0 = Date.now();
+    const rss = [];
+    const sampler = setInterval(() => {
+      const mib = rssMiB(child.pid);
+      if (mib !== null) rss.push({ atS: (Date.now() - t0) / 1000, mib });
+    }, sampleMs);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('exit', (code) => {
+      clearInterval(sampler);
+      try {
+        const run = JSON.parse(stdout);
+        const s = run.summary;
+        resolve({
+          tool: 'fathom run',
+          exitCode: code,
+          requests: s.requests,
+          errors: s.errors,
+          requestsPerSec: s.throughput.requestsPerSec,
+          p50Ms: s.latencyMs.e2e.p50,
+          records: s.sampling?.records ?? null,
+          semanticChecked: s.sampling?.semanticChecked ?? null,
+          validity: s.validity?.valid === false ? s.validity.reasons.map((r) => r.kind).join(',') : 'valid',
+          rss,
+        });
+      } catch (error) {
+        reject(new Error(`fathom run exited ${code}: ${stderr}\n${stdout.slice(0, 2000)}`));
+      }
+    });
+  });
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length
+    ? s.length % 2
+      ? s[(s.length - 1) / 2]
+      : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+    : NaN;
+};
+const f1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(1));
+
+async function main() {
+  console.log(
+    `full-stack bench: ${seconds} s per run, ${concurrency} concurrent, ${rounds} rounds, node ${process.version}, ` +
+      `${cpus()[0].model} x${cpus().length}, ${new Date().toISOString()}`,
+  );
+  console.log(
+    `target ${join('bench/fullstack', 'target.js')} on core ${targetCore}; fathom run (defaults) and peers on core ${clientCore}`,
+  );
+  const target = await startTarget();
+  try {
+    for (const mode of rounds > 0 ? modes : []) {
+      const ratios = { throughput: [], p50: [] };
+      console.log(
+        `\n${mode === 'json' ? 'non-streamed (peer: autocannon)' : 'streamed, 16 tokens (peer: bare undici SSE reader)'}`,
+      );
+      for (let round = 1; round <= rounds; round++) {
+        // Alternate who goes first, so a drift in the machine's load favours neither.
+        const order = round % 2 ? ['peer', 'fathom'] : ['fathom', 'peer'];
+        const result = {};
+        for (const who of order) result[who] = who === 'peer' ? peer(mode) : await fathom(mode, seconds);
+        const { peer: p, fathom: f } = result;
+        const tr = f.requestsPerSec / p.requestsPerSec;
+        const pr = f.p50Ms / p.p50Ms;
+        ratios.throughput.push(tr);
+        ratios.p50.push(pr);
+        console.log(
+          `  round ${round}: ${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms | fathom ${f1(f.requestsPerSec)} req/s ` +
+            `P50 ${f1(f.p50Ms)} ms (${f.records} records, ${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB) ` +
+            `| throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`,
+        );
+      }
+      console.log(
+        `  median: throughput x${median(ratios.throughput).toFixed(2)} of the peer (goal >= 0.9), ` +
+          `P50 x${median(ratios.p50).toFixed(2)} (goal <= 1.25)`,
+      );
+    }
+    if (longSeconds > 0) {
+      console.log(`\nmemory: one non-streamed fathom run of ${longSeconds} s, RSS sampled every second`);
+      const f = await fathom('json', longSeconds, 1000);
+      const during = f.rss.filter((r) => r.atS > 5);
+      const step = Math.max(1, Math.floor(during.length / 10));
+      console.log(
+        `  RSS MiB over time: ${during
+          .filter((_, i) => i % step === 0)
+          .map((r) => `${r.atS.toFixed(0)}s ${r.mib.toFixed(0)}`)
+          .join(', ')}`,
+      );
+      const half = during.filter((r) => r.atS >= during[during.length - 1].atS / 2);
+      const growth = half.length > 1 ? half[half.length - 1].mib - half[0].mib : NaN;
+      console.log(
+        `  ${f.requests} requests at ${f1(f.requestsPerSec)} req/s; RSS max ${f1(Math.max(...during.map((r) => r.mib)))} MiB; ` +
+          `second half: ${f1(half[0]?.mib)} -> ${f1(half[half.length - 1]?.mib)} MiB (${growth >= 0 ? '+' : ''}${f1(growth)} MiB)`,
+      );
+    }
+  } finally {
+    target.kill();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

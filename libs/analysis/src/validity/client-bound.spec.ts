@@ -1,0 +1,69 @@
+import { envelope, type GeneratorHealth, type TelemetryWindow } from '@fathom/contracts';
+import { mergeWindows } from '@fathom/load';
+import type { TrackedCause } from '../root-cause/root-cause.engine';
+import { judgeClientBound, rootCausesOfRun } from './client-bound';
+
+const idle: GeneratorHealth = {
+  loopDelayP99Ms: 2,
+  loopDelayMaxMs: 4,
+  loopUtilization: 0.3,
+  cpuBusy: 0.4,
+  sendLateP99Ms: 0,
+  inFlightMax: 16,
+  concurrency: 16,
+  e2eP50Ms: 0.4,
+  recordBudgetPerSec: 100,
+};
+const saturated: GeneratorHealth = { ...idle, loopUtilization: 0.99, cpuBusy: 1 };
+
+function windowsWith(health: GeneratorHealth[]): TelemetryWindow[] {
+  const empty = mergeWindows([]).histogramsUs;
+  return health.map((h, seq) => ({
+    ...envelope('c', 'r', 1000 * (seq + 1)),
+    generatorId: 'g',
+    shard: 0,
+    windowStart: 1000 * seq,
+    windowMs: 1000,
+    seq,
+    requests: 3000,
+    errors: 0,
+    errorClasses: {},
+    dropped: 0,
+    late: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    histogramsUs: empty,
+    health: h,
+  }));
+}
+
+const kvPressure = { kind: 'kv-cache-pressure', confidence: 0.8 } as TrackedCause;
+
+describe(rootCausesOfRun.name, () => {
+  it('names client-bound alone, first, when the client limited the run', () => {
+    const sut = rootCausesOfRun(windowsWith([idle, saturated, saturated, saturated, idle]), [kvPressure]);
+    expect(sut.map((c) => c.kind)).toEqual(['client-bound']);
+    expect(sut[0].figures).toMatchObject({ windows: 3, boundWindows: 3 });
+    expect(sut[0].advice).toContain('lower load.recordsPerSecond');
+  });
+
+  it('keeps the target causes when the client had room', () => {
+    const sut = rootCausesOfRun(windowsWith([idle, idle, saturated, idle, idle]), [kvPressure]);
+    expect(sut.map((c) => c.kind)).toEqual(['kv-cache-pressure']);
+  });
+});
+
+describe(judgeClientBound.name, () => {
+  it('weighs loop delay against what the window measured: 60 ms distorts 1 ms answers, not 2 s ones', () => {
+    const delayed = (e2eP50Ms: number) => ({ ...idle, loopDelayP99Ms: 60, e2eP50Ms });
+    expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(1))))).not.toBeNull();
+    expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(2000))))).toBeNull();
+  });
+
+  it('leaves out each shard’s first and last window and windows without health', () => {
+    const windows = windowsWith([saturated, idle, idle, idle, saturated]);
+    expect(judgeClientBound(windows)).toBeNull();
+    expect(judgeClientBound(windows.map(({ health: _, ...w }) => w))).toBeNull();
+    expect(judgeClientBound(windowsWith([saturated, saturated]))).toBeNull();
+  });
+});

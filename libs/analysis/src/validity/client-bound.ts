@@ -1,0 +1,106 @@
+import type { RootCauseCause, TelemetryWindow } from '@fathom/contracts';
+import type { TrackedCause } from '../root-cause/root-cause.engine';
+import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
+
+/** A run is client-bound when at least this share of its judged windows were (our choice). */
+export const CLIENT_BOUND_WINDOW_SHARE = 0.5;
+
+export const CLIENT_BOUND_ADVICE = [
+  'lower load.recordsPerSecond',
+  'spread the load over more shards and load-generators, or more client cores',
+  'keep other work off the client cores',
+];
+
+export interface ClientBoundVerdict {
+  readonly windows: number;
+  readonly boundWindows: number;
+  readonly detail: string;
+  readonly figures: Record<string, number>;
+  readonly since: number;
+  readonly until: number;
+}
+
+/**
+ * Whether the generator, not the target, limited a run, from each window's health (`health` on
+ * the window; windows without it are not judged). Each shard's first and last windows (ramp,
+ * partial) are left out, so a shard with fewer than three is not judged. Null: not client-bound,
+ * or nothing to judge.
+ */
+export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBoundVerdict | null {
+  const byShard = new Map<string, TelemetryWindow[]>();
+  for (const w of windows) {
+    if (!w.health) continue;
+    const key = `${w.generatorId}/${w.shard}`;
+    byShard.set(key, [...(byShard.get(key) ?? []), w]);
+  }
+  const judged: TelemetryWindow[] = [];
+  for (const list of byShard.values()) {
+    // The first window holds the ramp (connections, JIT), the last is partial: judged only between.
+    if (list.length < 3) continue;
+    list.sort((a, b) => a.seq - b.seq);
+    judged.push(...list.slice(1, -1));
+  }
+  if (!judged.length) return null;
+  const bound = judged.filter((w) => clientBoundReason(w.health!) !== null);
+  if (bound.length / judged.length < CLIENT_BOUND_WINDOW_SHARE) return null;
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)];
+  };
+  const utilization = median(judged.map((w) => w.health!.loopUtilization));
+  const delayP99 = Math.max(...judged.map((w) => w.health!.loopDelayP99Ms));
+  const cpuBusy = median(judged.map((w) => w.health!.cpuBusy));
+  const sendLate = Math.max(...judged.map((w) => w.health!.sendLateP99Ms));
+  const busyWindows = bound.filter(
+    (w) => w.health!.loopUtilization >= CLIENT_BOUND_THRESHOLDS.loopUtilization,
+  ).length;
+  const detail =
+    `the client limited this run in ${bound.length} of ${judged.length} windows ` +
+    `(${busyWindows} with its engine thread >= ${CLIENT_BOUND_THRESHOLDS.loopUtilization * 100} % busy, ` +
+    `${bound.length - busyWindows} with event-loop delay P99 >= ${CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms} ms and half the E2E P50; ` +
+    `median busy ${(utilization * 100).toFixed(0)} %, loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
+    `host CPU busy ${(cpuBusy * 100).toFixed(0)} %, send lateness P99 up to ${sendLate.toFixed(1)} ms): ` +
+    'its figures describe the generator, not the target';
+  return {
+    windows: judged.length,
+    boundWindows: bound.length,
+    detail,
+    figures: {
+      windows: judged.length,
+      boundWindows: bound.length,
+      loopUtilizationMedian: utilization,
+      loopDelayP99MaxMs: delayP99,
+      cpuBusyMedian: cpuBusy,
+      sendLateP99MaxMs: sendLate,
+    },
+    since: Math.min(...bound.map((w) => w.windowStart)),
+    until: Math.max(...bound.map((w) => w.windowStart + w.windowMs)),
+  };
+}
+
+/** The root cause a client-bound run names, alone: no target cause is claimed from its figures. */
+export function clientBoundRootCause(verdict: ClientBoundVerdict): RootCauseCause {
+  return {
+    kind: 'client-bound',
+    title: 'The load generator, not the target, limited this run',
+    confidence: Math.min(1, verdict.boundWindows / verdict.windows),
+    since: verdict.since,
+    until: verdict.until,
+    evidence: [verdict.detail],
+    figures: verdict.figures,
+    advice: CLIENT_BOUND_ADVICE,
+  };
+}
+
+/**
+ * The causes a finished run reports: when the client limited it, `client-bound` alone (no target
+ * cause is claimed from figures the client shaped), else the causes tracked while it ran.
+ */
+export function rootCausesOfRun(
+  windows: readonly TelemetryWindow[],
+  tracked: readonly TrackedCause[],
+  now = Date.now(),
+): TrackedCause[] {
+  const bound = judgeClientBound(windows);
+  return bound ? [{ ...clientBoundRootCause(bound), namedAt: now }] : [...tracked];
+}

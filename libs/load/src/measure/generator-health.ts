@@ -1,0 +1,100 @@
+import { cpus } from 'node:os';
+import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import type { GeneratorHealth } from '@fathom/contracts';
+import { newLatencyHistogram, recordMs } from './latency-histogram.util';
+
+/**
+ * When a window's figures describe the client rather than the target (our thresholds, not the
+ * spec's): the engine's thread had no idle time left, or its timers ran late by enough to move
+ * what it measured (a neighbour took its core, or its own work queued up): at least 50 ms and half
+ * the window's E2E P50. A 60 ms delay distorts 1 ms answers, not 2 s ones.
+ */
+export const CLIENT_BOUND_THRESHOLDS = {
+  /** Event-loop utilisation of the engine's thread at or above this: saturated. */
+  loopUtilization: 0.95,
+  /** Event-loop delay P99 at or above this (ms)... */
+  loopDelayP99Ms: 50,
+  /** ...and at least this share of the window's E2E P50. */
+  loopDelayShareOfE2e: 0.5,
+} as const;
+
+/** Whether one window's health says the client limited it; the reason, or null. */
+export function clientBoundReason(health: GeneratorHealth): string | null {
+  const t = CLIENT_BOUND_THRESHOLDS;
+  if (health.loopUtilization >= t.loopUtilization)
+    return `engine thread busy ${(health.loopUtilization * 100).toFixed(0)} % of the window`;
+  if (
+    health.loopDelayP99Ms >= t.loopDelayP99Ms &&
+    health.loopDelayP99Ms >= t.loopDelayShareOfE2e * health.e2eP50Ms
+  )
+    return `event-loop delay P99 ${health.loopDelayP99Ms.toFixed(1)} ms against E2E P50 ${health.e2eP50Ms.toFixed(1)} ms`;
+  return null;
+}
+
+/**
+ * Measures the generator's own health while it loads, one sample per window: event-loop delay
+ * and utilisation of the thread it runs on (the engine's), the host's CPU busy ratio, send
+ * lateness (actual minus intended send time) and the in-flight backlog. Single owner (the
+ * engine's event loop); `observeSend` is on the hot path (one histogram record).
+ */
+export class GeneratorHealthMonitor {
+  private readonly delay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  private utilization = performance.eventLoopUtilization();
+  private cpuTimes = hostCpuTimes();
+  private readonly late = newLatencyHistogram();
+  private inFlightMax = 0;
+
+  constructor(private readonly concurrency: number) {
+    this.delay.enable();
+  }
+
+  observeSend(lateMs: number, inFlight: number): void {
+    if (lateMs > 0) recordMs(this.late, lateMs);
+    if (inFlight > this.inFlightMax) this.inFlightMax = inFlight;
+  }
+
+  /**
+   * The window since the last sample (`records` published in its `windowMs`, its E2E P50);
+   * starts the next one.
+   */
+  sample(records: number, windowMs: number, e2eP50Ms: number): GeneratorHealth {
+    const utilization = performance.eventLoopUtilization(this.utilization);
+    this.utilization = performance.eventLoopUtilization();
+    const times = hostCpuTimes();
+    const total = times.total - this.cpuTimes.total;
+    const cpuBusy = total > 0 ? Math.min(1, Math.max(0, (times.busy - this.cpuTimes.busy) / total)) : 0;
+    this.cpuTimes = times;
+    const nsToMs = (ns: number) => (Number.isFinite(ns) ? ns / 1e6 : 0);
+    const health: GeneratorHealth = {
+      loopDelayP99Ms: this.delay.count ? nsToMs(this.delay.percentile(99)) : 0,
+      loopDelayMaxMs: this.delay.count ? nsToMs(this.delay.max) : 0,
+      loopUtilization: Math.min(1, Math.max(0, utilization.utilization)),
+      cpuBusy,
+      sendLateP99Ms: this.late.totalCount ? this.late.getValueAtPercentile(99) / 1000 : 0,
+      inFlightMax: this.inFlightMax,
+      concurrency: this.concurrency,
+      e2eP50Ms,
+      recordBudgetPerSec: windowMs > 0 ? (records * 1000) / windowMs : 0,
+    };
+    this.delay.reset();
+    this.late.reset();
+    this.inFlightMax = 0;
+    return health;
+  }
+
+  close(): void {
+    this.delay.disable();
+  }
+}
+
+function hostCpuTimes(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const cpu of cpus()) {
+    const t = cpu.times;
+    const all = t.user + t.nice + t.sys + t.idle + t.irq;
+    total += all;
+    busy += all - t.idle;
+  }
+  return { busy, total };
+}

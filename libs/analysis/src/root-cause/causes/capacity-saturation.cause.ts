@@ -9,7 +9,7 @@ import { iso, ms, type DiagnosisContext } from '../diagnosis.context';
  * scrapes of the steady recent span), the
  * KV cache is not what limits admission (that is `kv-cache-pressure`), and decode holds (no
  * inter-token jump: a slower step is `engine-step-slowdown`), so the first hop (TTFT) carries the
- * wait. Says where it started (the first scrape from which the queue stood), the load then
+ * wait, and users feel it (TTFT over the P99 budget or jumped from its baseline). Says where it started (the first scrape from which the queue stood), the load then
  * (requests in flight among the records, their start rate) and the batch the server ran.
  */
 export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boolean): RootCauseCause | null {
@@ -23,6 +23,10 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
   const kvMax = gpuMax(steady.gpu, 'kv_cache_usage_ratio');
   if (kvMax !== null && kvMax >= CauseThresholds.kvUsagePeak) return null;
   if (ctx.itlJump !== null && ctx.itlJump >= options.jumpFactor) return null;
+  // A queue is a cause only once users feel it: the first hop over the budget or jumped from
+  // its baseline (a batch-of-one server queues by design and may still answer within the SLO).
+  const ttftJumped = ctx.ttftJump !== null && ctx.ttftJump >= options.jumpFactor;
+  if (ctx.ttft === null || !(ctx.overBudget || ttftJumped)) return null;
   const running = gpuMax(steady.gpu, 'requests_running');
 
   // Onset: the first scrape of the run from which the queue stood (it and the next one waiting).
@@ -39,7 +43,6 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
   const around = ctx.timeline.span(onset - 1_000, Math.max(ctx.nowMs, onset + 60_000)).digests;
   const inFlight = around.filter((d) => d.startedAt <= onset && d.at > onset).length;
   const startedPerS = around.filter((d) => d.startedAt > onset - 1_000 && d.startedAt <= onset).length;
-  const ttftJumped = ctx.ttftJump !== null && ctx.ttftJump >= options.jumpFactor;
   const confidence = Math.min(1, 0.5 + (ctx.overBudget ? 0.2 : 0) + (ttftJumped ? 0.1 : 0));
   const batch = running === null ? 'its batch' : `a batch of ${running.toFixed(0)}`;
   return {

@@ -1,7 +1,7 @@
-import { Detectors } from '@fathom/contracts';
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { InjectBus, type Bus } from '@fathom/bus';
 import {
+  Detectors,
   Topics,
   envelope,
   type DetectorSignal,

@@ -1,7 +1,7 @@
-import { Detectors } from '@fathom/contracts';
 /**
  * @jest-environment ./libs/semantic/src/testing/ort.jest-environment.js
  */
+import { Detectors } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { Topics, type DetectorSignal, type SemanticSignal } from '@fathom/contracts';
 import { RESPONSE_BASELINE_NAME } from '@fathom/semantic';

@@ -31,6 +31,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ConsumePipeline, createBus, decodeEvent, type Bus } from '@fathom/bus';
 import {
+  perRecordSignals,
   CampaignSpecSchema,
   Topics,
   envelope,
@@ -106,7 +107,7 @@ class MonitorProbe {
 
   private onSignals(signals: readonly SemanticSignal[]): void {
     let n = 0;
-    for (const s of signals) {
+    for (const s of signals.flatMap(perRecordSignals)) {
       if (s.kind !== 'token-stats') continue;
       n++;
       if (s.assessment === 'ok') this.tokensAssessed += s.outputTokens;

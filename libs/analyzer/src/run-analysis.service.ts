@@ -303,7 +303,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
 
   private async onSemantic(signal: SemanticSignal): Promise<void> {
     await this.save(
-      signal.kind === 'token-stats' ? 'token-stats' : 'semantic',
+      signal.kind === 'token-stats-batch' ? 'token-stats' : 'semantic',
       Topics.semanticSignal.name,
       signal,
     );

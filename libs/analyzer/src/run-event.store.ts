@@ -1,6 +1,9 @@
 import type { RunEventRecord, RunEventRepository } from '@fathom/storage';
 import {
   Topics,
+  expandTokenStats,
+  type TokenStatsBatchSignal,
+  type TokenStatsSignal,
   type CampaignSpec,
   type DetectorSignal,
   type GpuTelemetry,
@@ -81,11 +84,24 @@ export class RunEventStore {
     return this.events.countByRun(runId, options);
   }
 
+  /** Responses the semantic-monitor reported token stats of (summed over its batched signals). */
+  countTokenStats(runId: string): Promise<number> {
+    return this.events.countItemsByRun(runId, 'token-stats' satisfies StoredKind, 'stats');
+  }
+
   /** The stored spec of a run (its first shard command), or null when none was stored. */
   async spec(runId: string): Promise<CampaignSpec | null> {
     const command = (await this.events.listByRun(runId, { topic: Topics.runShard.name, limit: 1 }))[0];
     return (command?.payload as RunShardCommand | undefined)?.spec ?? null;
   }
+}
+
+/** The per-record token stats of a run's stored `token-stats-batch` signals, in stored order. */
+export function storedTokenStats(stored: readonly RunEventRecord[]): TokenStatsSignal[] {
+  return storedOf<TokenStatsBatchSignal | TokenStatsSignal>(stored, 'token-stats').flatMap((s) =>
+    // A store written before the batching holds one signal per record.
+    s.kind === 'token-stats' ? [s] : expandTokenStats(s),
+  );
 }
 
 /** Payloads of one kind among stored events. */

@@ -14,7 +14,6 @@ import {
   type SemanticSignal,
   type SloTierChange,
   type TelemetryWindow,
-  type TokenStatsSignal,
   type DetectorSignal,
   Detectors,
 } from '@fathom/contracts';
@@ -29,7 +28,7 @@ import {
   type MissingShard,
   type TrackedCause,
 } from '@fathom/analysis';
-import { storedOf, timelineOf, type RunEventStore } from './run-event.store';
+import { storedOf, storedTokenStats, timelineOf, type RunEventStore } from './run-event.store';
 
 const SETTLE_POLL_MS = 200;
 /** The sweep for silent runs looks at most this often (ms). */
@@ -168,8 +167,9 @@ export class RunReportFinalizer {
         const expectedWindows = ended.reduce((n, l) => n + l.counts.windowsPublished, 0);
         const expectedSignals = ended.reduce((n, l) => n + l.counts.recordsPublished, 0);
         const windows = await this.store.count(runId, { topic: Topics.telemetryWindow.name });
-        // One token-stats signal per published record; detector and goodput signals are extra.
-        const signals = await this.store.count(runId, { kind: 'token-stats' });
+        // Token stats of every published record (batched per telemetry batch); detector and
+        // goodput signals are extra.
+        const signals = await this.store.countTokenStats(runId);
         if ((windows >= expectedWindows && signals >= expectedSignals) || Date.now() >= deadline) {
           if (Date.now() >= deadline) {
             this.logger.warn(
@@ -196,7 +196,8 @@ export class RunReportFinalizer {
     const of = <T>(kind: Parameters<typeof storedOf>[1]) => storedOf<T>(stored, kind);
     const spec = of<RunShardCommand>('shard-command')[0]?.spec ?? null;
     const windows = of<TelemetryWindow>('window');
-    const semantic = [...of<SemanticSignal>('token-stats'), ...of<SemanticSignal>('semantic')];
+    const semantic = of<SemanticSignal>('semantic');
+    const tokenStats = storedTokenStats(stored);
     const run = await this.runs.get(runId);
     const tierChanges = of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt);
     const timeline = timelineOf(stored);
@@ -211,7 +212,7 @@ export class RunReportFinalizer {
       spec: spec as CampaignSpec | null,
       lifecycle,
       windows,
-      tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
+      tokenStats,
       detectorSignals: semantic.filter((s) => s.kind === 'detector').length,
       gpu: of<GpuTelemetry>('gpu'),
       tierChanges,
@@ -241,7 +242,7 @@ export class RunReportFinalizer {
       stallMs: this.options.stallMs,
       gpu: of<GpuTelemetry>('gpu'),
       spec: spec as CampaignSpec | null,
-      tokenStats: semantic.filter((s): s is TokenStatsSignal => s.kind === 'token-stats'),
+      tokenStats,
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
     this.live.reported(runId, validity);

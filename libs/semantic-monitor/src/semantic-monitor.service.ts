@@ -21,7 +21,7 @@ import {
   type RunShardCommand,
   type SemanticSignal,
   type TokenSample,
-  type TokenStatsSignal,
+  type TokenStatsEntry,
   Detectors,
   requestTelemetryEnvelopeTopic,
   type RequestTelemetryEnvelope,
@@ -160,6 +160,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     const batch: RequestTelemetry = { ...envelopeOnly, records };
     const run = this.run(batch.campaignId, batch.runId);
     let signals: SemanticSignal[] = [];
+    const stats: TokenStatsEntry[] = [];
     let toEmbed: RequestRecord[] = [];
     for (const record of records) {
       if (this.clock.due()) {
@@ -172,7 +173,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       try {
         const assessment = run.assessor.assess(record, run.slo);
         const sample = run.tokenSamples.take(assessment.rows, assessment.riskSegments);
-        signals.push(this.tokenStatsSignal(batch, id, record, assessment, sample));
+        stats.push(this.tokenStatsEntry(record, assessment, sample));
         signals.push(...this.detectorSignals(batch, id, record, assessment));
         signals.push(...this.toolContracts.observe(batch, record));
         signals.push(...this.episodeSignals(batch, id, run, record, assessment));
@@ -205,6 +206,16 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
           ),
         );
       }
+    }
+    if (stats.length > 0) {
+      // One signal for the batch's token stats; its id derives from the batch's, so a
+      // redelivered batch stays idempotent downstream.
+      signals.push({
+        ...envelope(batch.campaignId, batch.runId),
+        id: `${batch.id}/stats`,
+        kind: 'token-stats-batch',
+        stats,
+      });
     }
     if (signals.length > 0) await this.bus.publishMany(Topics.semanticSignal, signals);
     if (run.baseline) toEmbed = run.baseline.prefer(toEmbed, batch.records);
@@ -240,18 +251,12 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     );
   }
 
-  private tokenStatsSignal(
-    batch: RequestTelemetry,
-    id: string,
+  private tokenStatsEntry(
     record: RequestRecord,
     a: ResponseAssessment,
     sample: TokenSample | null,
-  ): TokenStatsSignal {
+  ): TokenStatsEntry {
     return {
-      // Derived ids keep a redelivered batch idempotent downstream.
-      ...envelope(batch.campaignId, batch.runId),
-      id,
-      kind: 'token-stats',
       requestId: record.requestId,
       ...(record.phase ? { phase: record.phase } : {}),
       ...tokenStats(record),

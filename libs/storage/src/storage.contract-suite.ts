@@ -453,6 +453,19 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         ).toBe(1);
       });
 
+      it('sums the items of batched events of one kind, counted by the database', async () => {
+        const runId = uid('run');
+        await sut.runEvents.appendMany([
+          event(runId, 0, { kind: 'token-stats', payload: { stats: [{ a: 1 }, { a: 2 }, { a: 3 }] } }),
+          event(runId, 1, { kind: 'token-stats', payload: { stats: [{ a: 4 }] } }),
+          event(runId, 2, { kind: 'token-stats', payload: { stats: 'not an array' } }),
+          event(runId, 3, { kind: 'semantic', payload: { stats: [{ a: 5 }] } }),
+        ]);
+
+        expect(await sut.runEvents.countItemsByRun(runId, 'token-stats', 'stats')).toBe(4);
+        expect(await sut.runEvents.countItemsByRun(uid('missing'), 'token-stats', 'stats')).toBe(0);
+      });
+
       it('does nothing for an empty batch and counts zero for an unknown run', async () => {
         expect(await sut.runEvents.appendMany([])).toBe(0);
         expect(await sut.runEvents.countByRun(uid('missing'))).toBe(0);

@@ -4,7 +4,8 @@ import {
   Topics,
   type DetectorSignal,
   type GpuTelemetry,
-  type SemanticSignal,
+  perRecordSignals,
+  type RecordSemanticSignal,
   type TokenStatsSignal,
 } from '@fathom/contracts';
 import { startEmbedded, type EmbeddedFathom } from '@fathom/runtime';
@@ -20,18 +21,18 @@ describe('semantic-monitor in a run', () => {
   jest.setTimeout(90_000);
   let sim: SimTarget;
   let sut: EmbeddedFathom;
-  const signals: SemanticSignal[] = [];
+  const signals: RecordSemanticSignal[] = [];
   const gpu: GpuTelemetry[] = [];
 
   beforeAll(async () => {
     process.env.FATHOM_SEMANTIC_EMBEDDER = 'off';
     sim = await startSimTarget({ port: 0, config: { timeScale: 0.05 } });
     sut = await startEmbedded({ dataDir: null, logLevels: ['error'] });
-    await sut.bus.subscribe(Topics.semanticSignal, { group: 'test-semantic' }, (s) => void signals.push(s));
+    await sut.bus.subscribe(Topics.semanticSignal, { group: 'test-semantic' }, (s) => void signals.push(...perRecordSignals(s)));
     await sut.bus.subscribe(Topics.gpuTelemetry, { group: 'test-gpu' }, (g) => void gpu.push(g));
   });
   /** Waits for the run and for the monitor's last word on it (its semantic-goodput signal). */
-  async function signalsOfFinishedRun(runId: string): Promise<() => SemanticSignal[]> {
+  async function signalsOfFinishedRun(runId: string): Promise<() => RecordSemanticSignal[]> {
     await waitForRun(sut.runs, runId, { timeoutMs: 60_000 });
     const ofRun = () => signals.filter((s) => s.runId === runId);
     const deadline = Date.now() + 15_000;

@@ -8,7 +8,8 @@ import {
   type DetectorSignal,
   type RequestRecord,
   type RequestTelemetry,
-  type SemanticSignal,
+  perRecordSignals,
+  type RecordSemanticSignal,
   type TokenLogprob,
 } from '@fathom/contracts';
 import { ResponseAssessor, type WorkerEmbedder } from '@fathom/semantic';
@@ -59,7 +60,7 @@ describe('semantic-monitor assesses telemetry in time slices', () => {
   jest.setTimeout(60_000);
   let bus: Bus;
   let app: FathomApp;
-  const signals: SemanticSignal[] = [];
+  const signals: RecordSemanticSignal[] = [];
   const deadLetters: DeadLetter[] = [];
   const assess = ResponseAssessor.prototype.assess;
   let assessed = 0;
@@ -74,7 +75,7 @@ describe('semantic-monitor assesses telemetry in time slices', () => {
     };
     bus = createBus({ kind: 'memory' });
     app = await createFathomApp({ services: ['semantic-monitor'], bus, port: 0, logLevels: ['error'] });
-    await bus.subscribe(Topics.semanticSignal, { group: 'test-sliced' }, (s) => void signals.push(s));
+    await bus.subscribe(Topics.semanticSignal, { group: 'test-sliced' }, (s) => void signals.push(...perRecordSignals(s)));
     await bus.subscribe(Topics.deadLetter, { group: 'test-sliced-dlq' }, (d) => void deadLetters.push(d));
   });
 
@@ -175,8 +176,8 @@ describe('semantic-monitor when its embedding worker dies', () => {
     process.env.FATHOM_SEMANTIC_MIN_SAMPLE_RATE = '1';
     const bus = createBus({ kind: 'memory' });
     const app = await createFathomApp({ services: ['semantic-monitor'], bus, port: 0, logLevels: ['error'] });
-    const signals: SemanticSignal[] = [];
-    await bus.subscribe(Topics.semanticSignal, { group: 'test-fault' }, (s) => void signals.push(s));
+    const signals: RecordSemanticSignal[] = [];
+    await bus.subscribe(Topics.semanticSignal, { group: 'test-fault' }, (s) => void signals.push(...perRecordSignals(s)));
     const runId = 'r-fault';
     const until = async (done: () => boolean) => {
       const deadline = Date.now() + 60_000;

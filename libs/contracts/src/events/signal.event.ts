@@ -33,10 +33,8 @@ export const TokenSampleSchema = z.object({
 });
 export type TokenSample = z.infer<typeof TokenSampleSchema>;
 
-/** Token-level view of one streamed response, from the semantic-monitor. */
-export const TokenStatsSignalSchema = z.object({
-  ...envelopeShape,
-  kind: z.literal('token-stats'),
+/** Token-level view of one response, as the semantic-monitor judged it. */
+const tokenStatsShape = {
   requestId: z.string(),
   /** The record's sweep step and segment, for per-step goodput (absent when the record had none). */
   phase: z
@@ -69,7 +67,44 @@ export const TokenStatsSignalSchema = z.object({
    * `TOKEN_SAMPLE_LIMITS`), for the report's heat map. Optional: absent on the others.
    */
   tokenSample: TokenSampleSchema.optional(),
+};
+
+/** One response's token stats inside a `token-stats-batch` signal. */
+export const TokenStatsEntrySchema = z.object(tokenStatsShape);
+export type TokenStatsEntry = z.infer<typeof TokenStatsEntrySchema>;
+
+/**
+ * The token stats of every record of one request-telemetry batch, from the semantic-monitor: one
+ * bus message (and one stored row) per batch, not per record, so that the records' cost to the
+ * analyzer does not grow with each record (it was one message, one validation and one INSERT per
+ * record). Its id is derived from the batch's, so a redelivered batch stays idempotent.
+ */
+export const TokenStatsBatchSignalSchema = z.object({
+  ...envelopeShape,
+  kind: z.literal('token-stats-batch'),
+  stats: z.array(TokenStatsEntrySchema).min(1),
 });
+export type TokenStatsBatchSignal = z.infer<typeof TokenStatsBatchSignalSchema>;
+
+/** One response's token stats with its batch's envelope: what the analysis reads per record. */
+export const TokenStatsSignalSchema = z.object({
+  ...envelopeShape,
+  kind: z.literal('token-stats'),
+  ...tokenStatsShape,
+});
+
+/** A batch's entries as per-record signals (ids `<batch id>/<request id>`). */
+export function expandTokenStats(batch: TokenStatsBatchSignal): TokenStatsSignal[] {
+  return batch.stats.map((entry) => ({
+    id: `${batch.id}/${entry.requestId}`,
+    schemaVersion: batch.schemaVersion,
+    campaignId: batch.campaignId,
+    runId: batch.runId,
+    emittedAt: batch.emittedAt,
+    kind: 'token-stats',
+    ...entry,
+  }));
+}
 
 /** A semantic check failed or a detector fired; the analyzer may open a breaker on it. */
 export const DetectorSignalSchema = z.object({
@@ -91,9 +126,17 @@ export const DetectorSignalSchema = z.object({
 });
 
 export const SemanticSignalSchema = z.discriminatedUnion('kind', [
-  TokenStatsSignalSchema,
+  TokenStatsBatchSignalSchema,
   DetectorSignalSchema,
 ]);
 export type SemanticSignal = z.infer<typeof SemanticSignalSchema>;
 export type TokenStatsSignal = z.infer<typeof TokenStatsSignalSchema>;
 export type DetectorSignal = z.infer<typeof DetectorSignalSchema>;
+
+/** A semantic signal with token stats one per record (a batch expanded): what readers judge. */
+export type RecordSemanticSignal = TokenStatsSignal | DetectorSignal;
+
+/** A signal as read per record: a `token-stats-batch` becomes its per-record signals. */
+export function perRecordSignals(signal: SemanticSignal): RecordSemanticSignal[] {
+  return signal.kind === 'token-stats-batch' ? expandTokenStats(signal) : [signal];
+}

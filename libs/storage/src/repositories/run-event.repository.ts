@@ -85,6 +85,20 @@ export class RunEventRepository {
     );
     return Number(row.count);
   }
+
+  /**
+   * The number of items in the array at `arrayKey` summed over a run's events of one kind (events
+   * that batch several items in one row, e.g. token stats), counted by the database.
+   */
+  async countItemsByRun(runId: string, kind: string, arrayKey: string): Promise<number> {
+    const [row] = await this.db.query<{ count: number }>(
+      `SELECT COALESCE(SUM(CASE WHEN jsonb_typeof(payload -> $3) = 'array'
+                                THEN jsonb_array_length(payload -> $3) ELSE 0 END), 0)::integer AS count
+         FROM run_events WHERE run_id = $1 AND kind = $2`,
+      [runId, kind, arrayKey],
+    );
+    return Number(row.count);
+  }
 }
 
 function toRunEvent(row: Row): RunEventRecord {

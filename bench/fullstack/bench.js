@@ -42,8 +42,10 @@ function startTarget() {
   return new Promise((resolve) => child.stdout.once('data', () => resolve(child)));
 }
 
-function peer(mode) {
-  const script = mode === 'json' ? 'peer-autocannon.js' : 'peer-sse.js';
+/** The peers of a mode: autocannon non-streamed; streamed, the bare reader and the parsing reader. */
+const PEERS = { json: ['peer-autocannon.js'], stream: ['peer-sse.js', 'peer-sse-parse.js'] };
+
+function peer(script) {
   const out = spawnSync(
     'taskset',
     ['-c', clientCore, process.execPath, join(here, script), url, String(concurrency), String(seconds)],
@@ -153,29 +155,37 @@ async function main() {
   const target = await startTarget();
   try {
     for (const mode of rounds > 0 ? modes : []) {
-      const ratios = { throughput: [], p50: [] };
+      const scripts = PEERS[mode];
+      const ratios = scripts.map(() => ({ throughput: [], p50: [] }));
       console.log(
-        `\n${mode === 'json' ? 'non-streamed (peer: autocannon)' : 'streamed, 16 tokens (peer: bare undici SSE reader)'}`,
+        `\n${mode === 'json' ? 'non-streamed (peer: autocannon)' : 'streamed, 16 tokens (peers: a bare undici SSE reader; one that parses each event as serving benchmarks do)'}`,
       );
       for (let round = 1; round <= rounds; round++) {
         // Alternate who goes first, so a drift in the machine's load favours neither.
         const order = round % 2 ? ['peer', 'fathom'] : ['fathom', 'peer'];
-        const result = {};
-        for (const who of order) result[who] = who === 'peer' ? peer(mode) : await fathom(mode, seconds);
-        const { peer: p, fathom: f } = result;
-        const tr = f.requestsPerSec / p.requestsPerSec;
-        const pr = f.p50Ms / p.p50Ms;
-        ratios.throughput.push(tr);
-        ratios.p50.push(pr);
+        const peers = [];
+        let f;
+        for (const who of order) {
+          if (who === 'peer') peers.push(...scripts.map(peer));
+          else f = await fathom(mode, seconds);
+        }
+        const parts = peers.map((p, i) => {
+          const tr = f.requestsPerSec / p.requestsPerSec;
+          const pr = f.p50Ms / p.p50Ms;
+          ratios[i].throughput.push(tr);
+          ratios[i].p50.push(pr);
+          return `${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms: throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`;
+        });
         console.log(
-          `  round ${round}: ${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms | fathom ${f1(f.requestsPerSec)} req/s ` +
-            `P50 ${f1(f.p50Ms)} ms (${f.records} records, ${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB) ` +
-            `| throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`,
+          `  round ${round}: fathom ${f1(f.requestsPerSec)} req/s P50 ${f1(f.p50Ms)} ms (${f.records} records, ` +
+            `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB) | ${parts.join(' | ')}`,
         );
       }
-      console.log(
-        `  median: throughput x${median(ratios.throughput).toFixed(2)} of the peer (goal >= 0.9), ` +
-          `P50 x${median(ratios.p50).toFixed(2)} (goal <= 1.25)`,
+      scripts.forEach((script, i) =>
+        console.log(
+          `  median against ${script}: throughput x${median(ratios[i].throughput).toFixed(2)} of the peer (goal >= 0.9), ` +
+            `P50 x${median(ratios[i].p50).toFixed(2)} (goal <= 1.25)`,
+        ),
       );
     }
     if (longSeconds > 0) {

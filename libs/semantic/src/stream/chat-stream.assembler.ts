@@ -95,6 +95,51 @@ interface ChoiceState {
 
 type Json = Record<string, unknown>;
 
+/** A content-only chunk's text around its content string (see `ChatStreamAssembler.acceptLikeTemplate`). */
+interface ContentTemplate {
+  /** Everything up to and including the content string's opening quote. */
+  readonly prefix: string;
+  /** From the content string's closing quote to the end. */
+  readonly suffix: string;
+  readonly index: number;
+}
+
+const CONTENT_KEY = '"content":"';
+const isAbsent = (value: unknown) => value === undefined || value === null;
+
+/**
+ * The template of a parsed chunk whose only effect is one choice's `delta.content` (no usage,
+ * error, finish reason, logprobs, tool call, reasoning, refusal or text; one `"content":"` in
+ * its text, holding exactly the parsed string, so nothing in it was escaped): a later payload
+ * equal to it but for a plain content string has the same effect with that string. Null otherwise.
+ */
+function contentOnlyTemplate(chunk: Json, raw: string): ContentTemplate | null {
+  if (!isAbsent(chunk['usage']) || chunk['error'] !== undefined || chunk['type'] !== undefined) return null;
+  const choices = chunk['choices'];
+  if (!Array.isArray(choices) || choices.length !== 1) return null;
+  const c = choices[0] as Json;
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) return null;
+  if (!isAbsent(c['finish_reason']) || !isAbsent(c['logprobs']) || c['text'] !== undefined) return null;
+  if (c['message'] !== undefined || c['error'] !== undefined) return null;
+  const delta = c['delta'] as Json;
+  if (delta === null || typeof delta !== 'object' || Array.isArray(delta)) return null;
+  const content = delta['content'];
+  if (typeof content !== 'string') return null;
+  for (const key of ['reasoning_content', 'reasoning', 'refusal', 'tool_calls', 'function_call']) {
+    if (!isAbsent(delta[key])) return null;
+  }
+  const at = raw.indexOf(CONTENT_KEY);
+  if (at === -1 || raw.indexOf(CONTENT_KEY, at + 1) !== -1) return null;
+  const start = at + CONTENT_KEY.length;
+  const end = start + content.length;
+  if (raw.slice(start, end) !== content || raw.charCodeAt(end) !== 34) return null;
+  return {
+    prefix: raw.slice(0, start),
+    suffix: raw.slice(end),
+    index: typeof c['index'] === 'number' ? c['index'] : 0,
+  };
+}
+
 /**
  * Folds the `data:` payloads of one OpenAI-compatible stream into a response: chat completions
  * (`choices[].delta`), legacy completions (`choices[].text`), a non-streamed
@@ -115,6 +160,8 @@ export class ChatStreamAssembler {
   private tokens = 0;
   /** Lowest choice index in `choices` (kept so each chunk does not walk the map). */
   private lowestSeen = Infinity;
+  /** The last parsed chunk, when it carried nothing but one choice's content (see `acceptLikeTemplate`). */
+  private template: ContentTemplate | null = null;
 
   constructor(options: ChatStreamAssemblerOptions = {}) {
     this.keepLogprobs = options.keepLogprobs ?? true;
@@ -132,11 +179,40 @@ export class ChatStreamAssembler {
       }
       if (trimmed.length === 0) return { done: false, contentDelta: '', tokens: 0 };
     }
+    if (this.template !== null) {
+      const step = this.acceptLikeTemplate(this.template, data);
+      if (step !== null) return step;
+    }
     const chunk = this.parseJson(data);
     if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
       throw this.fail('unexpected-shape', 'payload is not a JSON object', data);
     }
-    return this.applyChunk(chunk as Json, data);
+    const step = this.applyChunk(chunk as Json, data);
+    this.template = contentOnlyTemplate(chunk as Json, data);
+    return step;
+  }
+
+  /**
+   * A payload that is the last fully parsed content-only chunk's text with another plain content
+   * string: the same JSON but for that string, so the same step without parsing it (servers send
+   * every token's chunk in one shape; parsing each was a third of the engine's time per stream).
+   * Null when the payload differs anywhere else, or its content is not a plain string body.
+   */
+  private acceptLikeTemplate(t: ContentTemplate, data: string): StreamStep | null {
+    const end = data.length - t.suffix.length;
+    if (end < t.prefix.length || !data.startsWith(t.prefix) || !data.endsWith(t.suffix)) return null;
+    for (let k = t.prefix.length; k < end; k++) {
+      const code = data.charCodeAt(k);
+      // A quote or backslash would change the JSON's shape or need unescaping; a control character is invalid JSON.
+      if (code === 34 || code === 92 || code < 32) return null;
+    }
+    const content = data.slice(t.prefix.length, end);
+    const state = this.choice(t.index);
+    state.content += content;
+    const tokens = content.length > 0 ? 1 : 0;
+    state.tokens += tokens;
+    this.tokens += tokens;
+    return { done: false, contentDelta: t.index === this.lowestSeen ? content : '', tokens };
   }
 
   result(): ParsedChatStream {

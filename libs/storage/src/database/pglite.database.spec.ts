@@ -18,6 +18,15 @@ describe(PgliteDatabase.name, () => {
     await rm(root, { recursive: true, force: true });
   });
 
+  it('runs with a 16 MB buffer pool, so its WASM memory stays small however long a run lasts', async () => {
+    const db = await PgliteDatabase.open(null);
+    try {
+      expect(await db.query('SHOW shared_buffers')).toEqual([{ shared_buffers: '16MB' }]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('keeps what was written in its data directory across a close and reopen', async () => {
     // A directory that does not exist yet: opening creates it.
     const dataDir = join(root, 'nested', 'db');

@@ -4,6 +4,13 @@ import type { Database, Queryable, Row } from './database';
 import { errorCode } from './error-code.util';
 
 /**
+ * PostgreSQL's buffer pool inside PGlite's WASM memory, which never shrinks: at PostgreSQL's
+ * 128 MB default, a long run's process grew as the pool filled. 16 MB measured 133 MB less RSS
+ * at start and 150 MB less after 20,000 stored events, with inserts no slower (this VM).
+ */
+const PGLITE_SHARED_BUFFERS = '16MB';
+
+/**
  * Embedded PostgreSQL (WASM) in this process: one connection, so statements run one at a time.
  * Starting takes about 2 s; open it once and share it. Writes are far cheaper in batches (a
  * multi-row insert) than row by row.
@@ -20,7 +27,9 @@ export class PgliteDatabase implements Database {
   static async open(dataDir: string | null): Promise<PgliteDatabase> {
     if (dataDir !== null) await mkdir(dataDir, { recursive: true });
     try {
-      const pglite = await PGlite.create(dataDir ?? undefined);
+      const pglite = await PGlite.create(dataDir ?? undefined, {
+        startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${PGLITE_SHARED_BUFFERS}`],
+      });
       return new PgliteDatabase(pglite, dataDir);
     } catch (error) {
       // PGlite loads its WASM runtime with dynamic import(); Jest's module sandbox only allows

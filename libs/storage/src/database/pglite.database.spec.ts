@@ -27,6 +27,41 @@ describe(PgliteDatabase.name, () => {
     }
   });
 
+  it('checkpoints on its own, so the WAL of a long run is recycled instead of growing', async () => {
+    /** Writes about 48 MB of WAL and returns the WAL's size in MiB after it. */
+    const fill = async (db: PgliteDatabase) => {
+      await db.query('CREATE TABLE filler (id int PRIMARY KEY, payload text)');
+      for (let batch = 0; batch < 12; batch++) {
+        await db.query(
+          `INSERT INTO filler SELECT g, (SELECT string_agg(md5((g * 100 + k)::text), '') FROM generate_series(1, 100) k)
+             FROM generate_series($1::int, $1::int + 1199) g`,
+          [batch * 1200],
+        );
+        await new Promise((resolve) => setTimeout(resolve, 20)); // the timer's turn
+      }
+      return walMiB(db);
+    };
+    const walMiB = async (db: PgliteDatabase) =>
+      Number((await db.query<{ s: string }>('SELECT sum(size)::bigint AS s FROM pg_ls_waldir()'))[0].s) /
+      2 ** 20;
+
+    const unattended = await PgliteDatabase.open(null, { checkpointEveryMs: 3_600_000 });
+    try {
+      expect(await fill(unattended)).toBeGreaterThan(32); // no checkpointer: the WAL only grows
+      expect(await unattended.checkpoint()).toBe(true);
+      expect(await walMiB(unattended)).toBeLessThanOrEqual(32);
+    } finally {
+      await unattended.close();
+    }
+    const ticking = await PgliteDatabase.open(null, { checkpointEveryMs: 50 });
+    try {
+      expect(await fill(ticking)).toBeLessThanOrEqual(32);
+    } finally {
+      await ticking.close();
+    }
+    expect(await ticking.checkpoint()).toBe(false); // closed: nothing to do, no throw
+  });
+
   it('keeps what was written in its data directory across a close and reopen', async () => {
     // A directory that does not exist yet: opening creates it.
     const dataDir = join(root, 'nested', 'db');

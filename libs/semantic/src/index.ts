@@ -7,3 +7,4 @@ export * from './goodput';
 export * from './embedding';
 export * from './monitor';
 export * from './onnx';
+export * from './llm-monitor';

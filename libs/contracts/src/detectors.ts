@@ -41,6 +41,14 @@ export const Detectors = {
    * `baselineShare`. Opens the LLM breaker.
    */
   semanticFailureRate: 'semantic-failure-rate',
+  /**
+   * semantic-monitor: the LLM monitor judged a response or error fragment anomalous (spec,
+   * LLM-as-a-monitor: rules first, then the anomaly model's confidence). Figures `confidence`
+   * (1 for a rule hit, else the model's 1 - P(normal)), `ruleHit`, `cached`; labels `label`
+   * (refusal, error-body, truncated-json, degenerate, hallucination-marker), `decidedBy`
+   * (rule or model), `fragment` (response or error), `rule`, `excerpt`.
+   */
+  semanticAnomaly: 'semantic-anomaly',
   /** semantic-monitor: a declared tool contract could not be used. */
   toolContractUnusable: 'tool-contract-unusable',
 } as const;

@@ -38,6 +38,7 @@ import { isStaleShardCommand } from '@fathom/contracts';
 import { consumerGroup } from '@fathom/contracts';
 import { tokenStats } from './token-stats.util';
 import { ToolContractWatch } from './tool-contract.watch';
+import { LlmMonitorWatch } from './llm-monitor.watch';
 import { BaselineDriftService } from './baseline-drift.watch';
 import { EmbeddingSampler } from './embedding.sampler';
 import { MonitorRun } from './monitor-run.state';
@@ -55,7 +56,8 @@ export const MONITOR_SLICE_BUDGET_MS = 2;
 /**
  * Reads request telemetry and judges every response while the load is on: token-level stats,
  * hallucination risk from the logprobs (entropy for every token), prompt explosion (when the
- * record carries the prompt), text validity and the latency SLO, then per run the semantic
+ * record carries the prompt), text validity and the latency SLO, semantic anomalies in the
+ * response and error texts (the LLM monitor: rules, then a small ONNX model), then per run the semantic
  * goodput once every shard's records are in. Embeddings run on a sample whose rate follows the
  * host's CPU left (AIMD), off the hot path: at most one embedding batch is in flight and a
  * sample that finds it busy is skipped, never queued.
@@ -77,6 +79,8 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   private readonly runs = new Map<string, MonitorRun>();
   /** Tool schema drift: observed tool answers against the campaign's declared contracts. */
   private readonly toolContracts = new ToolContractWatch();
+  /** LLM-as-a-monitor: response and error fragments, rules then the anomaly model. */
+  private readonly llmMonitor: LlmMonitorWatch;
   private readonly sampler: EmbeddingSampler;
   private readonly clock = new TimeSliceClock(MONITOR_SLICE_BUDGET_MS);
   /** After the last shard ends, how long to wait for its records before publishing goodput anyway. */
@@ -93,6 +97,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
       onFault: (message, restartInMs, fault) => void this.onEmbedderFault(message, restartInMs, fault),
     });
     this.settleMs = settings.FATHOM_SEMANTIC_SETTLE_MS;
+    this.llmMonitor = new LlmMonitorWatch(settings.FATHOM_LLM_MONITOR_MODEL, (m) => this.logger.warn(m));
   }
 
   async onModuleInit(): Promise<void> {
@@ -111,6 +116,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     for (const run of this.runs.values()) run.cancelSettle();
     await Promise.all(this.subscriptions.map((s) => s.close()));
     await this.sampler.close();
+    await this.llmMonitor.close();
   }
 
   private run(campaignId: string, runId: string): MonitorRun {
@@ -144,6 +150,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     this.runs.get(report.runId)?.cancelSettle();
     this.runs.delete(report.runId);
     this.toolContracts.forget(report.runId);
+    this.llmMonitor.forget(report.runId);
   }
 
   private async onBatch(envelopeOnly: RequestTelemetryEnvelope, context: MessageContext): Promise<void> {
@@ -159,6 +166,9 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     }
     const batch: RequestTelemetry = { ...envelopeOnly, records };
     const run = this.run(batch.campaignId, batch.runId);
+    // Before the ledger counts these records: goodput (with the monitor's figures) waits for it.
+    const anomalies = await this.llmMonitor.observe(batch, this.clock);
+    if (anomalies.length > 0) await this.bus.publishMany(Topics.semanticSignal, anomalies);
     let signals: SemanticSignal[] = [];
     const stats: TokenStatsEntry[] = [];
     let toEmbed: RequestRecord[] = [];
@@ -457,6 +467,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (drift.meanCosineToBaseline !== null) figures.meanCosineToBaseline = drift.meanCosineToBaseline;
     Object.assign(figures, this.sampler.costFigures());
     Object.assign(figures, this.toolContracts.figures(runId));
+    Object.assign(figures, this.llmMonitor.figures(runId));
     for (const [check, failures] of Object.entries(g.checkFailures)) figures[`failed.${check}`] = failures;
     const pct = (v: number | null) => (v === null ? 'n/a' : `${(v * 100).toFixed(1)} %`);
     await this.bus.publish(

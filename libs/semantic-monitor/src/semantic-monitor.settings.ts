@@ -9,6 +9,12 @@ export const SemanticMonitorSettingsSchema = z.object({
   /** Embedding model of the drift and RAG checks: `use-lite` (ships with npm) or `off`. */
   FATHOM_SEMANTIC_EMBEDDER: z.enum(['use-lite', 'off']).default('use-lite'),
   /**
+   * The LLM monitor's anomaly model: `bundled` (the head that ships, trained on generated
+   * fragments), a path to a retrained `.onnx` with the same contract, or `off` (rules only).
+   * A model that fails to load leaves the monitor on rules only, and it says so (monitor-fault).
+   */
+  FATHOM_LLM_MONITOR_MODEL: z.string().trim().min(1).default('bundled'),
+  /**
    * The share of responses embedded however busy the host is (0 < x <= 1; default 1 %). The
    * adaptive rate backs off to it under CPU pressure and starts there when it is above the usual
    * 10 %. Raise it where baseline comparisons (`semantic.baseline`) must reach their `minPairs` on

@@ -174,6 +174,9 @@ describe('semantic-monitor when its embedding worker dies', () => {
 
   it('reports a monitor fault, goes on assessing, and embeds again after the restart', async () => {
     process.env.FATHOM_SEMANTIC_MIN_SAMPLE_RATE = '1';
+    // Only the embedder's faults here: under jest's vm the anomaly model cannot run (typed
+    // arrays of another realm), and its rules-only notice would be a monitor fault too.
+    process.env.FATHOM_LLM_MONITOR_MODEL = 'off';
     const bus = createBus({ kind: 'memory' });
     const app = await createFathomApp({ services: ['semantic-monitor'], bus, port: 0, logLevels: ['error'] });
     const signals: RecordSemanticSignal[] = [];
@@ -211,6 +214,7 @@ describe('semantic-monitor when its embedding worker dies', () => {
       await app.close();
       await bus.close();
       delete process.env.FATHOM_SEMANTIC_MIN_SAMPLE_RATE;
+      delete process.env.FATHOM_LLM_MONITOR_MODEL;
     }
   });
 });

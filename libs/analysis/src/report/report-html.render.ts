@@ -350,6 +350,7 @@ const FINDING_TITLES: Record<string, string> = {
   'semantic-goodput': 'Semantic goodput',
   'semantic-monitor-fault': 'Semantic monitor faults',
   'tool-contract-unusable': 'Unusable tool contracts',
+  'semantic-anomaly': 'Semantic anomalies (LLM monitor)',
 };
 /** The spec's semantic findings, always listed (absent ones say so). */
 const KEY_FINDINGS = [

@@ -13,6 +13,8 @@ import {
   type SemanticSignal,
 } from '@fathom/contracts';
 import { createFathomApp, type FathomApp } from '@fathom/runtime';
+import { BUNDLED_ANOMALY_MODEL, LlmMonitor } from '@fathom/semantic';
+import { planOutput } from '@fathom/sim';
 
 function record(
   requestId: string,
@@ -138,5 +140,29 @@ describe('semantic-monitor: LLM-as-a-monitor on the telemetry stream', () => {
       'refusal-as-400',
     ]);
     expect(anomalies.every((s) => s.labels?.decidedBy === 'rule')).toBe(true);
+  });
+});
+
+describe('the bundled anomaly head on the simulator’s responses', () => {
+  it('flags at most 1 % of them (the simulator’s word salad is its normal)', async () => {
+    const texts = Array.from({ length: 300 }, (_, i) =>
+      planOutput({
+        seed: i,
+        promptText: `Explain topic ${i}.`,
+        tokens: 16 + (i % 200),
+        hallucinationRate: 0.2,
+        groundedEntropyBits: 2.1,
+        groundedEntropySd: 0.3,
+        hallucinatedEntropyBits: 4.8,
+        hallucinatedEntropySd: 0.5,
+      })
+        .tokens.map((t) => t.text)
+        .join(''),
+    );
+    const sut = await LlmMonitor.load(BUNDLED_ANOMALY_MODEL);
+    expect(sut.state.kind).toBe('model');
+    const verdicts = await sut.assess(texts.map((text) => ({ source: 'response' as const, text })));
+    expect(verdicts.filter((v) => v.anomalous).length).toBeLessThanOrEqual(3);
+    await sut.close();
   });
 });

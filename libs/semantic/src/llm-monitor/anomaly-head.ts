@@ -127,10 +127,13 @@ export class OnnxAnomalyHead {
 
   static async load(model: Uint8Array | string): Promise<OnnxAnomalyHead> {
     const ort = await import('onnxruntime-node');
+    // One thread: the head is a 2048 x 6 MatMul, smaller than the cost of waking a thread pool,
+    // and the monitor shares its host with the load it measures.
+    const options = { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential' } as const;
     const session =
       typeof model === 'string'
-        ? await ort.InferenceSession.create(model)
-        : await ort.InferenceSession.create(model);
+        ? await ort.InferenceSession.create(model, options)
+        : await ort.InferenceSession.create(model, options);
     const head = new OnnxAnomalyHead(ort, session);
     try {
       const probe = await head.run(new Float32Array(FRAGMENT_FEATURES), 1);

@@ -7,7 +7,7 @@ const HASHED = FRAGMENT_FEATURES - STRUCTURAL_FEATURES;
 /** The featuriser reads this much of a fragment (head and tail halves), like the rules. */
 export const FEATURE_SCAN_CHARS = 2_000;
 
-/** A sparse feature vector: ascending unique indices into [0, FRAGMENT_FEATURES) and their values. */
+/** A sparse feature vector: unique indices into [0, FRAGMENT_FEATURES) and their values. */
 export interface SparseFeatures {
   readonly indices: Int32Array;
   readonly values: Float32Array;
@@ -33,13 +33,16 @@ export function fragmentFeatures(text: string): SparseFeatures {
   const add = (h: number) => counts.set(h, (counts.get(h) ?? 0) + 1);
   let longestRun = tokens.length > 0 ? 1 : 0;
   let run = 1;
+  let previous = 0;
   for (let i = 0; i < tokens.length; i++) {
-    add(STRUCTURAL_FEATURES + (hash(tokens[i]) % HASHED));
+    const h = hash(tokens[i]);
+    add(STRUCTURAL_FEATURES + (h % HASHED));
     if (i > 0) {
-      add(STRUCTURAL_FEATURES + (hash(`${tokens[i - 1]} ${tokens[i]}`) % HASHED));
+      add(STRUCTURAL_FEATURES + (pair(previous, h) % HASHED));
       run = tokens[i] === tokens[i - 1] ? run + 1 : 1;
       if (run > longestRun) longestRun = run;
     }
+    previous = h;
   }
   let norm2 = 0;
   for (const [h, c] of counts) {
@@ -77,9 +80,9 @@ export function fragmentFeatures(text: string): SparseFeatures {
       values.push(v);
     }
   });
-  for (const h of [...counts.keys()].sort((a, b) => a - b)) {
+  for (const [h, v] of counts) {
     indices.push(h);
-    values.push((counts.get(h) as number) * scale);
+    values.push(v * scale);
   }
   return { indices: Int32Array.from(indices), values: Float32Array.from(values) };
 }
@@ -88,6 +91,13 @@ export function fragmentFeatures(text: string): SparseFeatures {
 export function writeDense(features: SparseFeatures, out: Float32Array, row: number): void {
   const base = row * FRAGMENT_FEATURES;
   for (let i = 0; i < features.indices.length; i++) out[base + features.indices[i]] = features.values[i];
+}
+
+/** An ordered pair of token hashes (a bigram) mixed into one, without building the bigram string. */
+function pair(a: number, b: number): number {
+  let h = Math.imul(a ^ 0x9e3779b9, 0x85ebca6b) ^ b;
+  h = Math.imul(h ^ (h >>> 16), 0x7feb352d);
+  return (h ^ (h >>> 15)) >>> 0;
 }
 
 /** 32-bit FNV-1a over UTF-16 code units: a feature bucket, not a security hash. */

@@ -85,6 +85,31 @@ describe(renderReportHtml.name, () => {
     expect(withTpot).toContain('<th>TPOT P50 / P99</th><td>4.0 ms / 6.0 ms</td>');
   });
 
+  it('lists the LLM monitor’s semantic anomalies under their own title, with their labels', () => {
+    const finding = {
+      detector: 'semantic-anomaly',
+      count: 2,
+      bySeverity: { warning: 2 },
+      firstAt: 1,
+      lastAt: 2,
+      examples: [
+        {
+          at: 2,
+          severity: 'warning',
+          message: 'semantic anomaly in the response: refusal (model confidence 0.97): "I must decline"',
+          figures: { confidence: 0.97, ruleHit: 0, cached: 0 },
+          labels: { label: 'refusal', decidedBy: 'model', fragment: 'response' },
+        },
+      ],
+    };
+    const series = { ...doc.series!, semanticFindings: [...doc.series!.semanticFindings, finding] };
+    const html = renderReportHtml({ ...doc, series }, ASSETS);
+    expect(html).toContain(
+      '<div class="finding" data-detector="semantic-anomaly"><h3>Semantic anomalies (LLM monitor) <small>2 signals (2 warning)</small></h3>',
+    );
+    expect(html).toContain('label=refusal decidedBy=model fragment=response');
+  });
+
   it('says so when a report predates the time series', () => {
     const old = renderReportHtml({ ...doc, series: undefined, campaign: undefined }, ASSETS);
     expect(old).toContain('made before reports carried their time series');

@@ -186,6 +186,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       counts: ShardCounts,
       reason?: string,
       endReason?: RunLifecycle['endReason'],
+      adversarial?: RunLifecycle['adversarial'],
     ) => {
       const event: RunLifecycle = {
         ...envelope(campaignId, runId),
@@ -195,6 +196,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         counts,
         reason,
         ...(endReason ? { endReason } : {}),
+        ...(adversarial ? { adversarial } : {}),
       };
       const sent = await publishPatiently(
         () => this.bus.publish(Topics.runLifecycle, event),
@@ -271,6 +273,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         final,
         abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : counts.endDetail,
         counts.endReason,
+        counts.adversarial,
       );
     } catch (error) {
       await publisher.drain(BUS_PATIENCE_MS);

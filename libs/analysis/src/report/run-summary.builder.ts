@@ -168,6 +168,11 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   if (warmup) summary.warmup = warmup;
   if (cooldown) summary.cooldown = cooldown;
   if (sweep) summary.sweep = sweep;
+  const adversarial = evidence.lifecycle
+    .filter((l) => l.phase === 'shard-finished')
+    .flatMap((l) => l.adversarial ?? [])
+    .sort((a, b) => a.shard - b.shard || a.promptIndex - b.promptIndex);
+  if (adversarial.length) summary.adversarial = adversarial;
   return summary;
 }
 

@@ -40,6 +40,10 @@ export const ChatScenarioSchema = z
   .refine((s) => s.prompts !== undefined || s.dataset !== undefined, {
     message: 'give either prompts or dataset',
     path: ['prompts'],
+  })
+  .refine((s) => s.perturbation?.kind !== 'adversarial-entropy' || s.endpoint === 'chat', {
+    message: 'adversarial-entropy probes with /chat/completions logprobs: endpoint must be chat',
+    path: ['perturbation'],
   });
 export type ChatScenario = z.infer<typeof ChatScenarioSchema>;
 

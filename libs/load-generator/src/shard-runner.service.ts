@@ -74,6 +74,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.generatorId = settings.FATHOM_GENERATOR_ID;
     this.metrics = new LoadMetrics(registry);
+    genAi?.edge?.countInto(registry);
     this.slots = new ShardSlots(settings.FATHOM_MAX_ACTIVE_SHARDS);
     this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
   }

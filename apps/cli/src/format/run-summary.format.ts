@@ -133,7 +133,8 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
   return lines.join('\n');
 }
 
-const bits = (v: number | null | undefined) => (v === null || v === undefined ? 'n/a' : `${v.toFixed(2)} bits`);
+const bits = (v: number | null | undefined) =>
+  v === null || v === undefined ? 'n/a' : `${v.toFixed(2)} bits`;
 
 /** adversarial-entropy: per probed prompt, the risk before and each variant's KL and risk after. */
 export function adversarialLines(probes: NonNullable<RunSummary['adversarial']>): string[] {

@@ -1,5 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import {
+  effectiveSlo,
   secretText,
   type AdversarialProbe,
   type CampaignSpec,
@@ -183,7 +184,10 @@ class ShardRun implements AdaptiveExecutorContext {
     });
     const abortOnFail = options.spec.slo.abortOnFail;
     this.sloWatch = abortOnFail
-      ? new SloAbortWatch(options.spec.slo, abortOnFail === true ? 0 : abortOnFail.delayMs)
+      ? new SloAbortWatch(
+          effectiveSlo(options.spec.slo, options.spec.scenario),
+          abortOnFail === true ? 0 : abortOnFail.delayMs,
+        )
       : null;
     this.encoder = new WindowEncoder({
       deliver: (window) => this.deliverWindow(window),

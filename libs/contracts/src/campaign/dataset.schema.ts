@@ -124,9 +124,9 @@ export const AdversarialEntropySchema = z
       .default({ min: 3, max: 7 }),
     maxKl: z.number().positive().max(10).default(ADVERSARIAL_MAX_KL),
     /** Candidate variants made per probed prompt (before the KL bound). */
-    variants: z.number().int().min(1).max(32).default(4),
+    variants: z.number().int().min(1).max(8).default(4),
     /** Dataset prompts probed, from the first (each costs 1 + kept variants requests up front). */
-    prompts: z.number().int().min(1).max(100).default(4),
+    prompts: z.number().int().min(1).max(20).default(4),
     /** top_logprobs asked of the probe requests (entropy needs alternatives). */
     topLogprobs: z.number().int().min(2).max(20).default(5),
     seed: z.number().int().default(1),

@@ -58,13 +58,14 @@ export const RiskFigureSchema = z.object({
 export type RiskFigure = z.infer<typeof RiskFigureSchema>;
 
 /** Bounds that keep a lifecycle event small (prompt texts are capped, lists bounded). */
-export const ADVERSARIAL_LIMITS = { promptChars: 400, prompts: 100, variants: 32 } as const;
+// Worst case about 20 x (400 + 8 x ~1,000) chars: well under a bus message's 1 MB.
+export const ADVERSARIAL_LIMITS = { promptChars: 400, prompts: 20, variants: 8, substitutions: 32 } as const;
 
 /** One perturbed variant of a probed prompt: its KL, whether it was kept (sent) and its risk. */
 export const AdversarialVariantSchema = z.object({
   text: z.string().max(ADVERSARIAL_LIMITS.promptChars),
   /** Words replaced, in prompt order: `word -> replacement`. */
-  substitutions: z.array(z.string()).max(32),
+  substitutions: z.array(z.string().max(80)).max(ADVERSARIAL_LIMITS.substitutions),
   kl: z.number().nonnegative(),
   /** kl <= maxKl: the variant went into the load; otherwise it was never sent. */
   kept: z.boolean(),

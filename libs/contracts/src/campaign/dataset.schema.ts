@@ -107,7 +107,7 @@ export const ADVERSARIAL_MAX_KL = 0.15;
  * Adversarial prompts after entropy peaks (spec, hallucination): each probed prompt is sent once
  * with logprobs, its response's entropy peak found, and 3 to 7 words of the prompt around the
  * peak's anchor replaced by synonyms; only variants whose KL divergence from the original stays
- * within `maxKl` (softmaxed sentence embeddings, see libs/load adversarial-entropy) are sent,
+ * within `maxKl` (softmaxed sentence embeddings, see libs/load adversarial-entropy.perturbation.ts) are sent,
  * in the load beside the originals, and the report says whether the hallucination risk moved.
  */
 export const AdversarialEntropySchema = z

@@ -14,7 +14,7 @@ import * as hdr from 'hdr-histogram-js';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
 import { PromptSource, promptItemFromText } from '../dataset/prompt.source';
 import { chatLogprobsClient } from '../driver/chat-logprobs.client';
-import { probeAdversarialEntropy } from '../perturb/adversarial-entropy';
+import { probeAdversarialEntropy } from '../perturb/adversarial-entropy.perturbation';
 import type { PromptItem } from '../dataset/prompt-item';
 import { O200K_BASE, loadTokenizer, type TextTokenizer } from '../dataset/text.tokenizer';
 import {

@@ -9,7 +9,7 @@ import {
   promptAnchor,
   variantsAround,
   wordsOf,
-} from './adversarial-entropy';
+} from './adversarial-entropy.perturbation';
 
 /** A token whose alternatives are flat (10 x 0.1: 3.3 bits) or peaked (about 0.25 bits). */
 function token(text: string, flat: boolean): TokenLogprob {

@@ -3,7 +3,7 @@ import { InlineShardHost, ThreadShardHost, type ShardHost } from './engine-threa
 import { SHARD_HOST } from './engine-thread.config';
 import { ShardRunnerService } from './shard-runner.service';
 import { LOAD_GENERATOR_SETTINGS, type LoadGeneratorSettings } from './load-generator.settings';
-import { GenAiClientTelemetry } from '@fathom/observability';
+import { GenAiClientTelemetry, edgeSamplingOptions } from '@fathom/observability';
 import { GENAI_TELEMETRY } from './genai.sink';
 
 /** Runs load plan shards against targets and streams telemetry. */
@@ -24,7 +24,11 @@ export class LoadGeneratorModule {
           provide: GENAI_TELEMETRY,
           // OpenTelemetry GenAI client metrics and spans, exported when an OTLP endpoint is set.
           useFactory: () =>
-            GenAiClientTelemetry.create(settings.OTEL_EXPORTER_OTLP_ENDPOINT, 'fathom-load-generator'),
+            GenAiClientTelemetry.create(
+              settings.OTEL_EXPORTER_OTLP_ENDPOINT,
+              'fathom-load-generator',
+              edgeSamplingOptions(settings),
+            ),
         },
       ],
     };

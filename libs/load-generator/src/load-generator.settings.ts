@@ -2,6 +2,7 @@ import { availableParallelism, hostname } from 'node:os';
 import { z } from 'zod';
 import { parseSettings } from '@fathom/contracts';
 import { secretEnvOf } from '@fathom/load';
+import { EdgeSamplingSettingsShape } from '@fathom/observability';
 
 /** The load-generator's settings, validated once at boot by libs/runtime and injected. */
 export const LoadGeneratorSettingsSchema = z.object({
@@ -29,6 +30,8 @@ export const LoadGeneratorSettingsSchema = z.object({
   FATHOM_SECRETS_DIR: z.string().min(1).optional(),
   /** OTLP/HTTP collector: GenAI client metrics and a span per sampled request go there when set. */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
+  /** Edge sampling of those spans: CPU and free-memory thresholds (spec: 75 %, 128 MB), or off. */
+  ...EdgeSamplingSettingsShape,
 });
 export type LoadGeneratorSettings = z.infer<typeof LoadGeneratorSettingsSchema> & {
   /** FATHOM_SECRET_* variables, the values `{ env }` secret references name. */

@@ -74,6 +74,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.generatorId = settings.FATHOM_GENERATOR_ID;
     this.metrics = new LoadMetrics(registry);
+    genAi?.edge?.countInto(registry);
     this.slots = new ShardSlots(settings.FATHOM_MAX_ACTIVE_SHARDS);
     this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
   }
@@ -186,6 +187,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
       counts: ShardCounts,
       reason?: string,
       endReason?: RunLifecycle['endReason'],
+      adversarial?: RunLifecycle['adversarial'],
     ) => {
       const event: RunLifecycle = {
         ...envelope(campaignId, runId),
@@ -195,6 +197,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         counts,
         reason,
         ...(endReason ? { endReason } : {}),
+        ...(adversarial ? { adversarial } : {}),
       };
       const sent = await publishPatiently(
         () => this.bus.publish(Topics.runLifecycle, event),
@@ -271,6 +274,7 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
         final,
         abort.signal.aborted ? String(abort.signal.reason?.message ?? 'aborted') : counts.endDetail,
         counts.endReason,
+        counts.adversarial,
       );
     } catch (error) {
       await publisher.drain(BUS_PATIENCE_MS);

@@ -24,6 +24,8 @@ export * from './dataset/prompt-item';
 export * from './dataset/dataset-parse.error';
 export * from './perturb/prompt.perturbation';
 export * from './perturb/protected-spans.util';
+export * from './perturb/adversarial-entropy.perturbation';
+export { chatLogprobsClient, parseChatLogprobs } from './driver/chat-logprobs.client';
 export * from './driver/request-outcome';
 export * from './driver/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';

@@ -4,3 +4,4 @@ export * from './health';
 export * from './nest/observability.module';
 export * from './process-guard';
 export * from './genai/genai-client.telemetry';
+export * from './edge-sampling';

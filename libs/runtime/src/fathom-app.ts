@@ -10,7 +10,12 @@ import { NestFactory } from '@nestjs/core';
 import type { Registry } from 'prom-client';
 import { BusModule, type Bus } from '@fathom/bus';
 import type { Database } from '@fathom/storage';
-import { ObservabilityModule, createMetricsRegistry, installProcessGuard } from '@fathom/observability';
+import {
+  ObservabilityModule,
+  createMetricsRegistry,
+  installProcessGuard,
+  tracingEdgeSampling,
+} from '@fathom/observability';
 import { StorageModule } from '@fathom/storage';
 import {
   BodyDepthInterceptor,
@@ -93,6 +98,8 @@ export async function createFathomApp(options: FathomAppOptions): Promise<Fathom
     options.registry ?? createMetricsRegistry(options.services.length > 1 ? 'fathom' : options.services[0]);
   // What a target or a scraped endpoint sends must never end the process hosting the runs.
   installProcessGuard(new Logger('ProcessGuard'), registry);
+  // Spans this process exported whole and reduced by edge sampling (when tracing exports).
+  tracingEdgeSampling()?.countInto(registry);
   const app = await NestFactory.create(FathomRootModule.with(options, registry), {
     logger: options.logLevels ?? ['error', 'warn', 'log'],
     abortOnError: false,

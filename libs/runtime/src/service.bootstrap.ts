@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { createBus, busConfigFromEnv } from '@fathom/bus';
 import { openDatabase, databaseConfigFromEnv, type Database } from '@fathom/storage';
-import { startTracing, stopTracing } from '@fathom/observability';
+import { edgeSamplingOptions, startTracing, stopTracing } from '@fathom/observability';
 import { createFathomApp } from './fathom-app';
 import { DEFAULT_PORTS, parseServiceEnv } from './service.config';
 import type { ServiceName } from '@fathom/contracts';
@@ -17,7 +17,7 @@ export async function runServiceFromEnv(
 ): Promise<void> {
   const logger = new Logger(service);
   const config = parseServiceEnv(env);
-  startTracing(`fathom-${service}`, env);
+  startTracing(`fathom-${service}`, env, edgeSamplingOptions(config));
   const bus = await createBus(busConfigFromEnv(env));
   let database: Database | undefined;
   // The semantic-monitor stores baseline runs (campaign `semantic.baseline`) in the shared

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EdgeSamplingSettingsShape } from '@fathom/observability';
 
 /**
  * The process's own settings (where to listen, which bus and database), validated once at boot.
@@ -12,6 +13,8 @@ export const ServiceEnvSchema = z.object({
   KAFKA_BROKERS: z.string().optional(),
   DATABASE_URL: z.string().optional(),
   FATHOM_DATA_DIR: z.string().optional(),
+  /** Edge sampling of the process's own exported spans (libs/observability edge-sampling). */
+  ...EdgeSamplingSettingsShape,
 });
 export type ServiceEnv = z.infer<typeof ServiceEnvSchema>;
 

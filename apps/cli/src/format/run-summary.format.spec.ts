@@ -101,4 +101,74 @@ describe(formatRunSummary.name, () => {
     expect(text).toContain('knee: highest load within the SLO: step 2, 7.9 req/s');
     expect(text).toContain('ended early: slo.abortOnFail');
   });
+
+  it('says per adversarial variant its KL, whether it was sent and whether the hallucination risk moved', () => {
+    const figure = (max: number, segments: number) => ({
+      status: 'ok' as const,
+      maxWindowMeanBits: max,
+      meanEntropyBits: 2,
+      segments,
+    });
+    const text = formatRunSummary({
+      id: 'r',
+      campaignId: 'c',
+      status: 'completed',
+      reason: null,
+      summary: {
+        ...summary,
+        adversarial: [
+          {
+            shard: 0,
+            promptIndex: 0,
+            prompt: 'fix a big problem quickly',
+            status: 'ok',
+            peak: { position: 9, token: ' x', windowMeanBits: 2.4 },
+            anchorWord: 3,
+            before: figure(2.4, 0),
+            variants: [
+              {
+                text: 'repair a huge issue rapidly',
+                substitutions: ['fix -> repair', 'big -> huge', 'problem -> issue', 'quickly -> rapidly'],
+                kl: 0.11,
+                kept: true,
+                after: figure(4.1, 2),
+                deltaBits: 1.7,
+                riskMoved: true,
+              },
+              {
+                text: 'x',
+                substitutions: ['a -> b', 'c -> d', 'e -> f'],
+                kl: 0.2,
+                kept: false,
+                after: null,
+                deltaBits: null,
+                riskMoved: null,
+              },
+            ],
+          },
+          {
+            ...{
+              shard: 1,
+              promptIndex: 0,
+              prompt: 'p',
+              status: 'skipped',
+              reason: 'no entropy peak',
+              peak: null,
+              anchorWord: null,
+              before: null,
+              variants: [],
+            },
+          },
+        ],
+      },
+    });
+    expect(text).toContain(
+      'adversarial-entropy: 2 prompts probed, 2 variants, 1 within the KL bound and sent, hallucination risk moved on 1',
+    );
+    expect(text).toContain(
+      'KL 0.110, 4 words: after: max window 4.10 bits (+1.70), 2 risk segments, risk MOVED',
+    );
+    expect(text).toContain('KL 0.200, 3 words: dropped (not sent)');
+    expect(text).toContain('shard 1 prompt #0: skipped (no entropy peak)');
+  });
 });

@@ -126,10 +126,43 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
       `  gpu/server: ${s.gpu.scrapes} scrapes (${s.gpu.gaps} gaps)${shown.length ? `; last ${shown.join(', ')}` : ''}`,
     );
   }
+  if (s.adversarial?.length) lines.push(...adversarialLines(s.adversarial));
   if (s.endReason === 'slo-failed')
     lines.push('  ended early: slo.abortOnFail (the thresholds below failed)');
   lines.push(...verdictLines(s));
   return lines.join('\n');
+}
+
+const bits = (v: number | null | undefined) =>
+  v === null || v === undefined ? 'n/a' : `${v.toFixed(2)} bits`;
+
+/** adversarial-entropy: per probed prompt, the risk before and each variant's KL and risk after. */
+export function adversarialLines(probes: NonNullable<RunSummary['adversarial']>): string[] {
+  const variants = probes.flatMap((p) => p.variants);
+  const kept = variants.filter((v) => v.kept);
+  const moved = kept.filter((v) => v.riskMoved === true).length;
+  const lines = [
+    `  adversarial-entropy: ${probes.length} prompts probed, ${variants.length} variants, ${kept.length} within the KL bound and sent, hallucination risk moved on ${moved}`,
+  ];
+  for (const p of probes) {
+    const head = `    shard ${p.shard} prompt #${p.promptIndex}`;
+    if (p.status === 'skipped') {
+      lines.push(`${head}: skipped (${p.reason ?? 'no reason'})`);
+      continue;
+    }
+    lines.push(
+      `${head}: peak at token ${p.peak?.position} (${bits(p.peak?.windowMeanBits)}), before: max window ${bits(p.before?.maxWindowMeanBits)}, ${p.before?.segments ?? 0} risk segments`,
+    );
+    for (const v of p.variants) {
+      const outcome = !v.kept
+        ? 'dropped (not sent)'
+        : v.after
+          ? `after: max window ${bits(v.after.maxWindowMeanBits)} (${v.deltaBits !== null && v.deltaBits >= 0 ? '+' : ''}${v.deltaBits?.toFixed(2) ?? 'n/a'}), ${v.after.segments} risk segments, risk ${v.riskMoved ? 'MOVED' : 'unchanged'}`
+          : `sent; ${v.error ?? 'no probe answer'}`;
+      lines.push(`      KL ${v.kl.toFixed(3)}, ${v.substitutions.length} words: ${outcome}`);
+    }
+  }
+  return lines;
 }
 
 /** The measurement verdict first: a client-bound run's figures describe the client, not the target. */

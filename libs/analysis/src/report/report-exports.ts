@@ -1,6 +1,7 @@
-import type { SloThresholds } from '@fathom/contracts';
+import { effectiveSlo, type CampaignSpec, type SloThresholds } from '@fathom/contracts';
 import { sloObjectiveResults, type SloObjectiveResult } from '../slo/slo-verdict';
 import type { RunReportDocument } from './run-report.document';
+import { throughputFigures } from './run-summary.builder';
 
 type Cell = string | number | boolean | null | undefined;
 
@@ -136,17 +137,20 @@ function openBreakersAt(doc: RunReportDocument, at: number): number {
 
 /** The campaign SLO's objectives judged from the report (its stored spec's thresholds). */
 export function campaignObjectives(doc: RunReportDocument): SloObjectiveResult[] {
-  const spec = doc.campaign?.spec as { slo?: SloThresholds } | undefined;
+  const spec = doc.campaign?.spec as { slo?: SloThresholds; scenario?: CampaignSpec['scenario'] } | undefined;
   const q = doc.summary.latencyMs;
+  const s = doc.summary;
+  const elapsedSec = s.throughput.requestsPerSec > 0 ? s.requests / s.throughput.requestsPerSec : 0;
   return sloObjectiveResults(
     {
-      requests: doc.summary.requests,
-      errorRate: doc.summary.errorRate,
+      requests: s.requests,
+      errorRate: s.errorRate,
       p95Ms: q.e2e.p95,
       p99Ms: q.e2e.p99,
       ttftP99Ms: q.ttft.p99,
+      ...throughputFigures(s.requests, s.errors, elapsedSec, spec?.scenario),
     },
-    spec?.slo ?? {},
+    effectiveSlo(spec?.slo ?? {}, spec?.scenario),
   );
 }
 

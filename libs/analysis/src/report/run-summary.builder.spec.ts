@@ -171,4 +171,37 @@ describe('buildRunSummary: warm-up, cool-down and TPOT', () => {
     expect(sut.endReason).toBe('slo-failed');
     expect(sut.reason).toBe('stopped: SLO failed (P99 900.0 ms > 500 ms)');
   });
+
+  it("lists every finished shard's adversarial-entropy probes, by shard and prompt", () => {
+    const probe = (shard: number, promptIndex: number) => ({
+      shard,
+      promptIndex,
+      prompt: 'p',
+      status: 'skipped' as const,
+      reason: 'fewer than 3 words with a known synonym in the prompt',
+      peak: null,
+      anchorWord: null,
+      before: null,
+      variants: [],
+    });
+    const finished = (shard: number, probes: ReturnType<typeof probe>[]) => ({
+      ...lifecycle('shard-finished', 10_000),
+      shard: { index: shard, count: 2 },
+      adversarial: probes,
+    });
+    const sut = buildRunSummary({
+      ...evidence([]),
+      lifecycle: [
+        lifecycle('shard-started', 0),
+        finished(1, [probe(1, 0)]),
+        finished(0, [probe(0, 1), probe(0, 0)]),
+      ],
+    });
+    expect(sut.adversarial?.map((p) => [p.shard, p.promptIndex])).toEqual([
+      [0, 0],
+      [0, 1],
+      [1, 0],
+    ]);
+    expect(buildRunSummary(evidence([])).adversarial).toBeUndefined();
+  });
 });

@@ -1,12 +1,13 @@
-import type {
-  CampaignSpec,
-  GpuTelemetry,
-  RunLifecycle,
-  RunStatus,
-  RunSummary,
-  SloTierChange,
-  TelemetryWindow,
-  TokenStatsSignal,
+import {
+  effectiveSlo,
+  type CampaignSpec,
+  type GpuTelemetry,
+  type RunLifecycle,
+  type RunStatus,
+  type RunSummary,
+  type SloTierChange,
+  type TelemetryWindow,
+  type TokenStatsSignal,
 } from '@fathom/contracts';
 import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
@@ -80,7 +81,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
       : evidence.lifecycle.some((l) => l.phase === 'shard-finished')
         ? 'duration'
         : undefined;
-  const slo = evidence.spec?.slo ?? {};
+  const slo = effectiveSlo(evidence.spec?.slo ?? {}, evidence.spec?.scenario);
   const warmup = segmentFigures(windows, 'warmup', percentiles);
   const cooldown = segmentFigures(windows, 'cooldown', percentiles);
   const sweep = sweepSummary(windows, evidence.tokenStats, slo, percentiles);
@@ -154,6 +155,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
         p99Ms: latencyMs.e2e.p99,
         ttftP99Ms: latencyMs.ttft.p99,
         tpotP99Ms: latencyMs.tpot?.p99 ?? null,
+        ...throughputFigures(requests, errors, elapsedSec, evidence.spec?.scenario),
       },
       slo,
     ),
@@ -168,7 +170,29 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   if (warmup) summary.warmup = warmup;
   if (cooldown) summary.cooldown = cooldown;
   if (sweep) summary.sweep = sweep;
+  const adversarial = evidence.lifecycle
+    .filter((l) => l.phase === 'shard-finished')
+    .flatMap((l) => l.adversarial ?? [])
+    .sort((a, b) => a.shard - b.shard || a.promptIndex - b.promptIndex);
+  if (adversarial.length) summary.adversarial = adversarial;
   return summary;
+}
+
+/**
+ * Whole-run throughput for the throughput objectives: successful requests per second, and the
+ * vectors each request writes when the scenario is a RAG index layer.
+ */
+export function throughputFigures(
+  requests: number,
+  errors: number,
+  elapsedSec: number,
+  scenario?: CampaignSpec['scenario'],
+): { successPerSec?: number; vectorsPerRequest?: number } {
+  if (!(elapsedSec > 0)) return {};
+  const successPerSec = (requests - errors) / elapsedSec;
+  return scenario?.type === 'rag' && scenario.layer === 'index'
+    ? { successPerSec, vectorsPerRequest: scenario.batchSize }
+    : { successPerSec };
 }
 
 /** Every latency metric's quantiles, with the campaign's `report.percentiles` when it asks for some. */

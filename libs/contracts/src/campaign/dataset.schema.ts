@@ -91,11 +91,48 @@ export const DatasetSchema = z.discriminatedUnion('type', [
 export type Dataset = z.infer<typeof DatasetSchema>;
 
 /** Controlled prompt damage (spec: prompt explosion). Quoted strings and comments are never touched. */
-export const PerturbationSchema = z
+export const PromptDamageSchema = z
   .object({
     kind: z.enum(['delimiter-noise', 'punctuation-swap', 'whitespace-compression', 'nesting-amplification']),
     strength: z.number().min(0).max(1),
     seed: z.number().int().default(1),
   })
   .strict();
+export type PromptDamage = z.infer<typeof PromptDamageSchema>;
+
+/** KL bound of an adversarial perturbation (spec, hallucination: "KL-bounded (<= 0.15)"). */
+export const ADVERSARIAL_MAX_KL = 0.15;
+
+/**
+ * Adversarial prompts after entropy peaks (spec, hallucination): each probed prompt is sent once
+ * with logprobs, its response's entropy peak found, and 3 to 7 words of the prompt around the
+ * peak's anchor replaced by synonyms; only variants whose KL divergence from the original stays
+ * within `maxKl` (softmaxed sentence embeddings, see libs/load adversarial-entropy.perturbation.ts) are sent,
+ * in the load beside the originals, and the report says whether the hallucination risk moved.
+ */
+export const AdversarialEntropySchema = z
+  .object({
+    kind: z.literal('adversarial-entropy'),
+    /** Words substituted per variant: at least `min`, at most `max` (spec: 3 to 7 tokens). */
+    tokens: z
+      .object({
+        min: z.number().int().min(1).max(32).default(3),
+        max: z.number().int().min(1).max(32).default(7),
+      })
+      .strict()
+      .refine((t) => t.min <= t.max, { message: 'tokens.min must not exceed tokens.max' })
+      .default({ min: 3, max: 7 }),
+    maxKl: z.number().positive().max(10).default(ADVERSARIAL_MAX_KL),
+    /** Candidate variants made per probed prompt (before the KL bound). */
+    variants: z.number().int().min(1).max(8).default(4),
+    /** Dataset prompts probed, from the first (each costs 1 + kept variants requests up front). */
+    prompts: z.number().int().min(1).max(20).default(4),
+    /** top_logprobs asked of the probe requests (entropy needs alternatives). */
+    topLogprobs: z.number().int().min(2).max(20).default(5),
+    seed: z.number().int().default(1),
+  })
+  .strict();
+export type AdversarialEntropy = z.infer<typeof AdversarialEntropySchema>;
+
+export const PerturbationSchema = z.union([PromptDamageSchema, AdversarialEntropySchema]);
 export type Perturbation = z.infer<typeof PerturbationSchema>;

@@ -40,6 +40,10 @@ export const ChatScenarioSchema = z
   .refine((s) => s.prompts !== undefined || s.dataset !== undefined, {
     message: 'give either prompts or dataset',
     path: ['prompts'],
+  })
+  .refine((s) => s.perturbation?.kind !== 'adversarial-entropy' || s.endpoint === 'chat', {
+    message: 'adversarial-entropy probes with /chat/completions logprobs: endpoint must be chat',
+    path: ['perturbation'],
   });
 export type ChatScenario = z.infer<typeof ChatScenarioSchema>;
 
@@ -187,6 +191,13 @@ export const RagScenarioSchema = z
     batchSize: z.number().int().positive().max(100000).default(16),
     /** retrieve: top-k (spec: top-100 ANN query). */
     k: z.number().int().positive().max(1000).default(100),
+    /**
+     * Load granularity (spec, RAG recall avalanche): the dataset's texts cut into `paragraph`s
+     * (blank-line separated: few, long texts), `sentence`s, or `token`s (whitespace words: many
+     * tiny texts, a pressure probe); absent: the texts as they are. Sent as `x-fathom-granularity`
+     * beside `x-fathom-layer` (traffic dyeing per layer and granularity).
+     */
+    granularity: z.enum(['paragraph', 'sentence', 'token']).optional(),
     path: z.string().startsWith('/').optional(),
     /**
      * index/retrieve through `@qdrant/js-client-rest` (a Qdrant node, or the simulated target's

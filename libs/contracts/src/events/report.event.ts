@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { envelopeShape } from '../envelope';
-import { RunStatusSchema } from './run.event';
+import { AdversarialProbeSchema, RunStatusSchema } from './run.event';
 import { RootCauseCauseSchema } from './state.event';
 
 export const QuantilesSchema = z.object({
@@ -189,6 +189,11 @@ export const RunSummarySchema = z.object({
   cooldown: SegmentFiguresSchema.optional(),
   /** Sweep: one row per step, in load order, and the knee (present for sweep runs). */
   sweep: z.object({ steps: z.array(SweepStepSchema), knee: SweepKneeSchema }).optional(),
+  /**
+   * `perturbation: adversarial-entropy`: per probed prompt, the original response's risk and each
+   * variant's KL, whether it was sent, and its risk after (every shard's, by shard and prompt).
+   */
+  adversarial: z.array(AdversarialProbeSchema).optional(),
   /**
    * How many requests the figures rest on: every request is in the latency histograms; a budget
    * of them became per-request records (`records`), of which the semantic-monitor judged

@@ -46,6 +46,59 @@ export const ShardCountsSchema = z.object({
 });
 export type ShardCounts = z.infer<typeof ShardCountsSchema>;
 
+/** Hallucination-risk figures of one response (libs/semantic assessHallucinationRisk). */
+export const RiskFigureSchema = z.object({
+  status: z.enum(['ok', 'no-logprobs', 'no-top-logprobs']),
+  /** Highest sliding-window mean entropy, bits; null without logprobs. */
+  maxWindowMeanBits: z.number().nullable(),
+  meanEntropyBits: z.number().nullable(),
+  /** Hallucination-risk segments found. */
+  segments: z.number().int().nonnegative(),
+});
+export type RiskFigure = z.infer<typeof RiskFigureSchema>;
+
+/** Bounds that keep a lifecycle event small (prompt texts are capped, lists bounded). */
+// Worst case about 20 x (400 + 8 x ~1,000) chars: well under a bus message's 1 MB.
+export const ADVERSARIAL_LIMITS = { promptChars: 400, prompts: 20, variants: 8, substitutions: 32 } as const;
+
+/** One perturbed variant of a probed prompt: its KL, whether it was kept (sent) and its risk. */
+export const AdversarialVariantSchema = z.object({
+  text: z.string().max(ADVERSARIAL_LIMITS.promptChars),
+  /** Words replaced, in prompt order: `word -> replacement`. */
+  substitutions: z.array(z.string().max(80)).max(ADVERSARIAL_LIMITS.substitutions),
+  kl: z.number().nonnegative(),
+  /** kl <= maxKl: the variant went into the load; otherwise it was never sent. */
+  kept: z.boolean(),
+  /** The kept variant's own probe response; null when dropped or its probe failed. */
+  after: RiskFigureSchema.nullable(),
+  /** after.maxWindowMeanBits - before.maxWindowMeanBits; null without both. */
+  deltaBits: z.number().nullable(),
+  /** Whether the response went from having risk segments to none or back; null without both. */
+  riskMoved: z.boolean().nullable(),
+  /** Why `after` is missing although kept (the probe request failed). */
+  error: z.string().optional(),
+});
+export type AdversarialVariant = z.infer<typeof AdversarialVariantSchema>;
+
+/** One probed prompt of an `adversarial-entropy` perturbation (spec, hallucination). */
+export const AdversarialProbeSchema = z.object({
+  shard: z.number().int().nonnegative(),
+  promptIndex: z.number().int().nonnegative(),
+  prompt: z.string().max(ADVERSARIAL_LIMITS.promptChars),
+  /** `skipped`: nothing was perturbed (`reason` says why). */
+  status: z.enum(['ok', 'skipped']),
+  reason: z.string().optional(),
+  /** The original response's entropy peak: token position, token and its window mean. */
+  peak: z
+    .object({ position: z.number().int().nonnegative(), token: z.string(), windowMeanBits: z.number() })
+    .nullable(),
+  /** Word index in the prompt the substitutions cluster around. */
+  anchorWord: z.number().int().nonnegative().nullable(),
+  before: RiskFigureSchema.nullable(),
+  variants: z.array(AdversarialVariantSchema).max(ADVERSARIAL_LIMITS.variants),
+});
+export type AdversarialProbe = z.infer<typeof AdversarialProbeSchema>;
+
 /** Lifecycle of one shard, from the load-generator that runs it. */
 export const RunLifecycleSchema = z.object({
   ...envelopeShape,
@@ -59,5 +112,7 @@ export const RunLifecycleSchema = z.object({
    * with `slo.abortOnFail` (k6's abortOnFail; `reason` then names the failed thresholds).
    */
   endReason: z.enum(['duration', 'aborted', 'slo-failed']).optional(),
+  /** `perturbation: adversarial-entropy`: what this shard probed before its load (finished shards). */
+  adversarial: z.array(AdversarialProbeSchema).max(ADVERSARIAL_LIMITS.prompts).optional(),
 });
 export type RunLifecycle = z.infer<typeof RunLifecycleSchema>;

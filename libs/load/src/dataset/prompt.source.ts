@@ -228,7 +228,11 @@ export async function promptSourceFor(
   };
   const raw = await loadDataset(dataset, tokenizer);
   const system = scenario.type === 'chat' ? scenario.system : undefined;
-  const perturbation = scenario.type === 'chat' ? scenario.perturbation : undefined;
+  // adversarial-entropy needs the target's answers: the shard adds its variants before the load.
+  const perturbation =
+    scenario.type === 'chat' && scenario.perturbation?.kind !== 'adversarial-entropy'
+      ? scenario.perturbation
+      : undefined;
   const items = raw.map(({ messages, maxTokens }) => {
     const perturbed = perturbation
       ? messages.map((m, i) =>

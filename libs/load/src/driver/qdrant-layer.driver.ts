@@ -96,7 +96,11 @@ export class QdrantLayerDriver implements RequestDriver {
         errorMessage: 'driver not prepared',
         content: '',
       };
-    const headers = { ...request.headers, 'x-fathom-layer': this.scenario.layer };
+    const headers = {
+      ...request.headers,
+      'x-fathom-layer': this.scenario.layer,
+      ...(this.scenario.granularity ? { 'x-fathom-granularity': this.scenario.granularity } : {}),
+    };
     const call = withHeaders(headers, () => this.call(request));
     const cancelled = new Promise<never>((_, reject) => request.cancel.onAbort(reject));
     cancelled.catch(() => undefined);

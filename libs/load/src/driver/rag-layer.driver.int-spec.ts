@@ -127,4 +127,56 @@ describe('RAG layers in isolation against the simulated target', () => {
     expect(sut.errors).toBeGreaterThan(0); // 8 in flight against a cap of 2: "reranker busy"
     expect(sut.assertions['rerank.shape'].passed).toBe(sut.completed);
   });
+
+  it('loads at paragraph, sentence and token granularity, each dyed so the target can tell them apart', async () => {
+    const target = await startSimTarget({
+      port: 0,
+      config: { timeScale: 0.1, rag: { initialIndexSize: 0 } },
+    });
+    try {
+      const corpus = {
+        type: 'inline',
+        prompts: [
+          'Invoices are due in March. Refunds take five days.\n\nShipping to Norway is slow. GPUs are scarce.',
+        ],
+      };
+      const sent: Record<string, string[]> = {};
+      for (const granularity of ['paragraph', 'sentence', 'token'] as const) {
+        const records: RequestRecord[] = [];
+        const result = await run(
+          target,
+          { type: 'rag', layer: 'index', dataset: corpus, batchSize: 1, granularity },
+          1,
+          [],
+          records,
+        );
+        expect(result.errors).toBe(0);
+        sent[granularity] = [...new Set(records.map((r) => r.prompt ?? ''))].sort();
+      }
+      // In order from the first piece; how many went depends on this machine's speed in 400 ms.
+      const paragraphs = [
+        'Invoices are due in March. Refunds take five days.',
+        'Shipping to Norway is slow. GPUs are scarce.',
+      ];
+      const sentences = paragraphs.flatMap((p) => p.split(/(?<=\.) /));
+      const words = paragraphs.join(' ').split(' ');
+      expect(sent.paragraph).toContain(paragraphs[0]);
+      for (const p of sent.paragraph) expect(paragraphs).toContain(p);
+      expect(sent.sentence).toContain(sentences[0]);
+      for (const x of sent.sentence) expect(sentences).toContain(x);
+      expect(sent.token).toContain('Invoices');
+      for (const t of sent.token) expect(words).toContain(t);
+      const stats = (await (await fetch(`${target.url}/sim/stats`)).json()) as {
+        ragTraffic: Record<string, number>;
+      };
+      expect(Object.keys(stats.ragTraffic).sort()).toEqual([
+        'index/paragraph',
+        'index/sentence',
+        'index/token',
+      ]);
+      for (const n of Object.values(stats.ragTraffic)) expect(n).toBeGreaterThan(0);
+    } finally {
+      await target.close();
+    }
+  });
 });

@@ -29,7 +29,8 @@ const DEFAULT_PATHS: Record<RagScenario['layer'], string> = {
  * - rerank: POST {query, documents: batchSize texts drawn after the query}; a 503 "reranker busy"
  *   is http-5xx. The top documents by `relevance_score` (each result's `index` into what was
  *   sent) go on the outcome as `retrievedDocuments`.
- * Each request carries `x-fathom-layer` besides the run's dyeing headers, and the check is tallied
+ * Each request carries `x-fathom-layer` (and `x-fathom-granularity` when set) besides the run's
+ * dyeing headers, and the check is tallied
  * as `<layer>.shape`.
  */
 export class RagLayerDriver implements RequestDriver {
@@ -55,6 +56,7 @@ export class RagLayerDriver implements RequestDriver {
     this.headers = {
       'content-type': 'application/json',
       'x-fathom-layer': scenario.layer,
+      ...(scenario.granularity ? { 'x-fathom-granularity': scenario.granularity } : {}),
       ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
     };
   }

@@ -10,6 +10,7 @@ import { AgentsWorkflowDriver } from '../driver/agents-workflow.driver';
 import { AgentLoopDriver } from '../driver/agent-loop.driver';
 import type { RequestDriver } from '../driver/request-outcome';
 import { O200K_BASE, type TextTokenizer } from '../dataset/text.tokenizer';
+import { splitToGranularity } from '../dataset/rag-granularity.util';
 
 /** Prompts for chat/embeddings; HTTP scenarios carry their own bodies (one empty item). */
 export async function promptSourceOf(
@@ -30,11 +31,15 @@ export async function promptSourceOf(
       scenario.prompts.map((p) => promptItemFromText(p)),
       shardIndex,
     );
-  if (scenario.type === 'rag')
+  if (scenario.type === 'rag') {
+    const texts = (await loadDataset(scenario.dataset)).map((d) => d.messages.at(-1)!.content);
+    const pieces = scenario.granularity ? splitToGranularity(texts, scenario.granularity) : texts;
+    if (pieces.length === 0) throw new Error(`the dataset has no ${scenario.granularity ?? 'text'} to send`);
     return new PromptSource(
-      (await loadDataset(scenario.dataset)).map((d) => promptItemFromText(d.messages.at(-1)!.content)),
+      pieces.map((text) => promptItemFromText(text)),
       shardIndex,
     );
+  }
   return promptSourceFor(scenario, shardIndex, tokenizer);
 }
 

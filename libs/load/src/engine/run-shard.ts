@@ -1,8 +1,20 @@
 import { randomFillSync } from 'node:crypto';
-import type { CampaignSpec, LoadProfile, LoadSegment, RequestRecord, ShardCounts } from '@fathom/contracts';
+import {
+  effectiveSlo,
+  secretText,
+  type AdversarialProbe,
+  type CampaignSpec,
+  type LoadProfile,
+  type LoadSegment,
+  type RequestRecord,
+  type ShardCounts,
+} from '@fathom/contracts';
+import { UseLiteEmbedder, type Embedder } from '@fathom/semantic';
 import * as hdr from 'hdr-histogram-js';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
-import type { PromptSource } from '../dataset/prompt.source';
+import { PromptSource, promptItemFromText } from '../dataset/prompt.source';
+import { chatLogprobsClient } from '../driver/chat-logprobs.client';
+import { probeAdversarialEntropy } from '../perturb/adversarial-entropy.perturbation';
 import type { PromptItem } from '../dataset/prompt-item';
 import { O200K_BASE, loadTokenizer, type TextTokenizer } from '../dataset/text.tokenizer';
 import {
@@ -63,6 +75,8 @@ export interface RunShardOptions {
    * which `chunkOffsetsMs` count. Runs on the hot path: it must be cheap and must not throw.
    */
   tap?: (requestId: string, outcome: DriverOutcome, sentMono: number) => void;
+  /** Sentence embeddings of the adversarial-entropy KL bound (default: USE lite, loaded on use). */
+  embedder?: Embedder;
 }
 
 export type { AdaptiveTrace } from './adaptive.executor';
@@ -87,6 +101,8 @@ export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'win
   endDetail?: string;
   /** Adaptive: the controller's last steps (at most 600). */
   adaptive?: AdaptiveTrace[];
+  /** `perturbation: adversarial-entropy`: the prompts probed before the load, and their variants. */
+  adversarial?: AdversarialProbe[];
 }
 
 const CLOSED_DEFAULT: LoadProfile = { type: 'closed', seed: 1, thinkTimeMs: 0, thinkTimeJitterMs: 0 };
@@ -168,7 +184,10 @@ class ShardRun implements AdaptiveExecutorContext {
     });
     const abortOnFail = options.spec.slo.abortOnFail;
     this.sloWatch = abortOnFail
-      ? new SloAbortWatch(options.spec.slo, abortOnFail === true ? 0 : abortOnFail.delayMs)
+      ? new SloAbortWatch(
+          effectiveSlo(options.spec.slo, options.spec.scenario),
+          abortOnFail === true ? 0 : abortOnFail.delayMs,
+        )
       : null;
     this.encoder = new WindowEncoder({
       deliver: (window) => this.deliverWindow(window),
@@ -203,6 +222,8 @@ class ShardRun implements AdaptiveExecutorContext {
     const scenario = this.spec.scenario;
     this.tokenizer = await loadTokenizer(scenario.type === 'chat' ? scenario.tokenizer : undefined);
     this.source = await promptSourceOf(scenario, this.shard.index, this.tokenizer);
+    if (scenario.type === 'chat' && scenario.perturbation?.kind === 'adversarial-entropy')
+      this.source = await this.withAdversarialVariants(this.source, scenario, scenario.perturbation);
     const replayArrivals =
       this.profile.type === 'replay' ? await loadReplay(this.profile.path, this.profile.format) : null;
     const p0 = this.profile;
@@ -305,6 +326,36 @@ class ShardRun implements AdaptiveExecutorContext {
       await this.driver.close().catch(() => undefined);
     }
     return this.counts;
+  }
+
+  /**
+   * Probes prompts for entropy peaks and adds the KL-bounded variants to the load's prompts (after
+   * the originals); the probes are outside the load's timing and figures, and listed in the result.
+   */
+  private async withAdversarialVariants(
+    source: PromptSource,
+    scenario: Extract<CampaignSpec['scenario'], { type: 'chat' }>,
+    config: Extract<NonNullable<typeof scenario.perturbation>, { kind: 'adversarial-entropy' }>,
+  ): Promise<PromptSource> {
+    const send = chatLogprobsClient(
+      { baseUrl: this.spec.target.baseUrl, apiKey: secretText(this.spec.target.apiKey) },
+      scenario,
+      { topLogprobs: config.topLogprobs, timeoutMs: this.spec.load.requestTimeoutMs },
+    );
+    const signal = this.options.signal;
+    const { probes, sendable } = await probeAdversarialEntropy(
+      source.items.map((item) => item.messages.at(-1)?.content ?? ''),
+      config,
+      {
+        complete: (prompt) => (signal.aborted ? Promise.reject(new Error('run aborted')) : send(prompt)),
+        embedder: this.options.embedder ?? new UseLiteEmbedder(),
+      },
+      this.shard.index,
+    );
+    this.counts.adversarial = probes;
+    if (sendable.length === 0) return source;
+    const extra = sendable.map((text) => promptItemFromText(text, scenario.system, this.tokenizer));
+    return new PromptSource([...source.items, ...extra], this.shard.index, this.tokenizer);
   }
 
   /**

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
-import type { Perturbation } from '@fathom/contracts';
+import type { PromptDamage } from '@fathom/contracts';
 import { perturbPrompt } from './prompt.perturbation';
 import { splitProtected } from './protected-spans.util';
 
-const KINDS: Perturbation['kind'][] = [
+const KINDS: PromptDamage['kind'][] = [
   'delimiter-noise',
   'punctuation-swap',
   'whitespace-compression',

@@ -1,8 +1,8 @@
-import type { Perturbation } from '@fathom/contracts';
+import type { PromptDamage } from '@fathom/contracts';
 import { SeededRandom } from '../random/seeded-random';
 import { splitProtected } from './protected-spans.util';
 
-export type PerturbationKind = Perturbation['kind'];
+export type PerturbationKind = PromptDamage['kind'];
 
 // Swapped among each other only: quotes, slashes and stars are excluded so that a swap can never
 // open a quote or a comment.
@@ -27,7 +27,7 @@ const MAX_NESTING_DEPTH = 8;
  * - nesting-amplification: the whole prompt is wrapped in ceil(strength x 8) levels of brackets,
  *   kinds chosen by the seed (protected spans stay inside, verbatim).
  */
-export function perturbPrompt(text: string, perturbation: Perturbation): string {
+export function perturbPrompt(text: string, perturbation: PromptDamage): string {
   const { kind, strength, seed } = perturbation;
   if (strength <= 0) return text;
   const random = new SeededRandom(seed);

@@ -7,6 +7,10 @@ export interface RunFigures {
   readonly p99Ms: number | null;
   readonly ttftP99Ms: number | null;
   readonly tpotP99Ms?: number | null;
+  /** Successful requests per second over the run; absent: throughput objectives are not judged (mid-run). */
+  readonly successPerSec?: number;
+  /** Vectors each request writes (a RAG index layer's batch); absent: not an index load. */
+  readonly vectorsPerRequest?: number;
 }
 
 /** One objective of the campaign's own SLO, judged over the whole run. */
@@ -86,6 +90,36 @@ export function sloObjectiveResults(figures: RunFigures, slo: SloThresholds): Sl
         value === null
           ? `${name}: nothing measured (limit ${limit} ms)`
           : `${name} ${value.toFixed(1)} ms ${ok ? '<=' : '>'} ${limit} ms`,
+    });
+  }
+  if (slo.minRequestsPerSec !== undefined && figures.successPerSec !== undefined) {
+    const rate = figures.successPerSec;
+    const ok = rate > slo.minRequestsPerSec;
+    results.push({
+      objective: 'minRequestsPerSec',
+      measured: rate,
+      threshold: slo.minRequestsPerSec,
+      ok,
+      text: `throughput ${rate.toFixed(1)} successful req/s ${ok ? '>' : '<='} ${slo.minRequestsPerSec} req/s`,
+    });
+  }
+  if (
+    slo.maxSecondsPerMillionVectors !== undefined &&
+    figures.successPerSec !== undefined &&
+    figures.vectorsPerRequest !== undefined
+  ) {
+    const vectorsPerSec = figures.successPerSec * figures.vectorsPerRequest;
+    const seconds = vectorsPerSec > 0 ? 1e6 / vectorsPerSec : null;
+    const ok = seconds !== null && seconds < slo.maxSecondsPerMillionVectors;
+    results.push({
+      objective: 'maxSecondsPerMillionVectors',
+      measured: seconds,
+      threshold: slo.maxSecondsPerMillionVectors,
+      ok,
+      text:
+        seconds === null
+          ? `index: no vector written (limit ${slo.maxSecondsPerMillionVectors} s per million)`
+          : `index ${seconds.toFixed(1)} s per million vectors (${vectorsPerSec.toFixed(0)} vectors/s) ${ok ? '<' : '>='} ${slo.maxSecondsPerMillionVectors} s`,
     });
   }
   return results;

@@ -1,6 +1,11 @@
 import type { RequestRecord } from '@fathom/contracts';
 import { OtlpReceiver, otlpAttributes as attrs } from '@fathom/testing';
 import { GENAI_DURATION_BUCKETS_S, GenAiClientTelemetry, genAiRunAttributes } from './genai-client.telemetry';
+import { EDGE_REDUCED_ATTRIBUTE, EDGE_SAMPLING_DEFAULTS, type HostReadings } from '../edge-sampling';
+
+const MiB = 1024 * 1024;
+/** A host with room to spare: edge sampling keeps every span whole. */
+const CALM: HostReadings = { cpuBusy: 0.2, freeMemoryBytes: 4096 * MiB };
 
 const SPEC = {
   name: 'c',
@@ -61,6 +66,7 @@ describe(GenAiClientTelemetry.name, () => {
       endpoint: receiver.url,
       serviceName: 'fathom-test',
       exportIntervalMs: 60_000,
+      hostReadings: () => CALM,
     });
   });
 
@@ -188,5 +194,54 @@ describe(GenAiClientTelemetry.name, () => {
       genAiRunAttributes({ ...SPEC, scenario: { type: 'agents', path: '/agents/run', agents: 3, steps: 4 } }),
     ).toBeNull();
     expect(GenAiClientTelemetry.create(undefined, 'x')).toBeNull();
+  });
+
+  it('exports spans reduced to trace id and error flag while the host is short (edge sampling), and counts them', async () => {
+    let reading = CALM;
+    const edged = new GenAiClientTelemetry({
+      endpoint: receiver.url,
+      serviceName: 'fathom-edge',
+      exportIntervalMs: 60_000,
+      edgeSampling: { ...EDGE_SAMPLING_DEFAULTS, refreshMs: 0 },
+      hostReadings: () => reading,
+    });
+    const run = genAiRunAttributes(SPEC)!;
+    edged.observe(record({ spanId: '00000000000000a1' }), run);
+    // CPU 90 % and 64 MiB free: above 75 % and below 128 MB, the spec's short host.
+    reading = { cpuBusy: 0.9, freeMemoryBytes: 64 * MiB };
+    edged.observe(record({ spanId: '00000000000000a2', traceId: '11111111111111111111111111111111' }), run);
+    edged.observe(
+      record({
+        spanId: '00000000000000a3',
+        traceId: '22222222222222222222222222222222',
+        errorClass: 'http-5xx',
+        errorMessage: 'HTTP 503',
+        status: 503,
+      }),
+      run,
+    );
+    // Short on CPU only: not short.
+    reading = { cpuBusy: 0.9, freeMemoryBytes: 1024 * MiB };
+    edged.observe(record({ spanId: '00000000000000a4' }), run);
+    await edged.flush();
+    await edged.shutdown();
+
+    const spans = new Map(exported().spans.map((s) => [s.spanId, s]));
+    expect(spans.size).toBe(4);
+    for (const whole of ['00000000000000a1', '00000000000000a4'])
+      expect(attrs(spans.get(whole)!.attributes)).toMatchObject({ 'fathom.server.request_id': 'cmpl-42' });
+    const ok = spans.get('00000000000000a2')!;
+    const failed = spans.get('00000000000000a3')!;
+    expect(ok.traceId).toBe('11111111111111111111111111111111');
+    expect(failed.traceId).toBe('22222222222222222222222222222222');
+    for (const reduced of [ok, failed]) {
+      expect(reduced.name).toBe('reduced');
+      expect(attrs(reduced.attributes)).toEqual({ [EDGE_REDUCED_ATTRIBUTE]: true });
+      expect(reduced.startTimeUnixNano).toBe(reduced.endTimeUnixNano);
+    }
+    expect(ok.status.code ?? 0).toBe(0);
+    expect(failed.status.code).toBe(2);
+    expect(failed.status.message ?? '').toBe('');
+    expect(edged.edge?.counts).toEqual({ full: 2, reduced: 2 });
   });
 });

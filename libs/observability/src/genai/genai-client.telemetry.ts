@@ -3,6 +3,14 @@ import { metrics, resources, tracing } from '@opentelemetry/sdk-node';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import type { CampaignSpec, RequestRecord } from '@fathom/contracts';
+import {
+  EDGE_SAMPLING_DEFAULTS,
+  EdgeSamplingSpanProcessor,
+  HostPressure,
+  osHostReadings,
+  type EdgeSamplingOptions,
+  type HostReadings,
+} from '../edge-sampling';
 
 /**
  * OpenTelemetry GenAI semantic conventions for what Fathom sends as a client
@@ -71,6 +79,10 @@ export interface GenAiClientTelemetryOptions {
   serviceName: string;
   /** How often metrics are pushed (default 10 s); shutdown() pushes the rest. */
   exportIntervalMs?: number;
+  /** Edge sampling of the spans (default: the spec's thresholds); null exports every span whole. */
+  edgeSampling?: EdgeSamplingOptions | null;
+  /** Host readings the edge sampling judges (default: `os`); injectable for tests. */
+  hostReadings?: () => HostReadings;
 }
 
 export class GenAiClientTelemetry {
@@ -81,10 +93,16 @@ export class GenAiClientTelemetry {
   private readonly tokens: Histogram;
   private readonly firstChunk: Histogram;
   private readonly perChunk: Histogram;
+  /** The edge-sampling stage of the spans (its `counts`); null when it is off. */
+  readonly edge: EdgeSamplingSpanProcessor | null;
 
   /** null without an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT): nothing is recorded, nothing costs. */
-  static create(endpoint: string | undefined, serviceName: string): GenAiClientTelemetry | null {
-    return endpoint ? new GenAiClientTelemetry({ endpoint, serviceName }) : null;
+  static create(
+    endpoint: string | undefined,
+    serviceName: string,
+    edgeSampling: EdgeSamplingOptions | null = EDGE_SAMPLING_DEFAULTS,
+  ): GenAiClientTelemetry | null {
+    return endpoint ? new GenAiClientTelemetry({ endpoint, serviceName, edgeSampling }) : null;
   }
 
   constructor(options: GenAiClientTelemetryOptions) {
@@ -99,10 +117,18 @@ export class GenAiClientTelemetry {
         }),
       ],
     });
+    const exporting = new tracing.BatchSpanProcessor(new OTLPTraceExporter({ url: `${base}/v1/traces` }));
+    const edge = options.edgeSampling === undefined ? EDGE_SAMPLING_DEFAULTS : options.edgeSampling;
+    this.edge = edge
+      ? new EdgeSamplingSpanProcessor(
+          exporting,
+          new HostPressure(options.hostReadings ?? osHostReadings(), edge),
+        )
+      : null;
     this.tracerProvider = new tracing.BasicTracerProvider({
       resource,
       idGenerator: this.ids,
-      spanProcessors: [new tracing.BatchSpanProcessor(new OTLPTraceExporter({ url: `${base}/v1/traces` }))],
+      spanProcessors: [this.edge ?? exporting],
     });
     const meter = this.meterProvider.getMeter('fathom.genai-client');
     const seconds = (name: string, description: string) =>

@@ -117,6 +117,8 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
     if (injected) throw injected;
   };
   const qdrant = new QdrantRoutes(rag, failIfInjected);
+  // Traffic dyeing as the target sees it: requests per `x-fathom-layer` / `x-fathom-granularity`.
+  const ragTraffic: Record<string, number> = {};
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://sim');
@@ -124,6 +126,14 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
     const method = req.method ?? 'GET';
     const segments = path.split('/').filter(Boolean);
     const key = `${method} ${path}`;
+    const layer = req.headers['x-fathom-layer'];
+    if (typeof layer === 'string') {
+      const granularity = req.headers['x-fathom-granularity'];
+      const dye = `${layer.slice(0, 32)}/${typeof granularity === 'string' ? granularity.slice(0, 32) : '-'}`;
+      // Bounded: a client sending ever new dyes cannot grow the table without limit.
+      if (dye in ragTraffic || Object.keys(ragTraffic).length < 64)
+        ragTraffic[dye] = (ragTraffic[dye] ?? 0) + 1;
+    }
     // Qdrant's REST API lives at the root, as on a Qdrant node (see rag/qdrant.routes.ts).
     if (qdrant.matches(method, segments)) return qdrant.handle(req, res, method, segments, url);
 
@@ -160,6 +170,7 @@ export async function startSimTarget(options: SimTargetOptions = {}): Promise<Si
           ...engine.snapshot(),
           groundTruthRecords: groundTruth.size,
           ragIndexSize: rag.size,
+          ragTraffic,
         });
       case 'GET /sim/clock':
         return sendJson(res, 200, { epochMinusMonotonicMs: epochMinusMonotonicMs() });

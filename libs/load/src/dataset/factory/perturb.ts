@@ -192,7 +192,8 @@ export async function embeddingNoise(
   return { text: chosen[best], epsilon, targetCosine: bestCos, candidates: chosen.length };
 }
 
-function matchCase(original: string, replacement: string): string {
+/** The replacement with the original's capitalised first letter, if it had one. */
+export function matchCase(original: string, replacement: string): string {
   return /^\p{Lu}/u.test(original) ? capitalize(replacement) : replacement;
 }
 const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);

@@ -25,7 +25,7 @@ export * from './dataset/dataset-parse.error';
 export * from './perturb/prompt.perturbation';
 export * from './perturb/protected-spans.util';
 export * from './driver/request-outcome';
-export * from './driver/step-assertion.evaluator';
+export * from './driver/steps/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
 export { CLIENT_TOKENIZER } from './driver/output-token-count.util';
 export * from './driver/tool-chain.driver';

@@ -1,5 +1,5 @@
 import type { Quantiles, RunSummary, SweepStep } from '@fathom/contracts';
-import { formatRunSummary } from './run-summary.format';
+import { assertionCoverageLine, formatRunSummary } from './run-summary.format';
 
 const q = (p99: number): Quantiles => ({
   count: 10,
@@ -100,5 +100,27 @@ describe(formatRunSummary.name, () => {
     expect(text).toMatch(/1 throughput +8 users .* FAIL/);
     expect(text).toContain('knee: highest load within the SLO: step 2, 7.9 req/s');
     expect(text).toContain('ended early: slo.abortOnFail');
+  });
+});
+
+describe(assertionCoverageLine.name, () => {
+  it('prints one line of coverage naming failed and never-run assertions', () => {
+    const a = (name: string, state: 'passed' | 'failed' | 'never-ran', passes: number, failures: number) => ({
+      name,
+      declared: true,
+      state,
+      passes,
+      failures,
+    });
+    expect(
+      assertionCoverageLine({
+        declared: 3,
+        ran: 2,
+        passed: 1,
+        failed: 1,
+        neverRan: 1,
+        byName: [a('login.ok', 'passed', 10, 0), a('gen.ok', 'failed', 7, 3), a('chat.ok', 'never-ran', 0, 0)],
+      }),
+    ).toBe('2/3 declared assertions ran (67 %): 1 passed, 1 failed, 1 never ran; failing: gen.ok 3/10; never ran: chat.ok');
   });
 });

@@ -11,6 +11,7 @@ import type {
 import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
 import { goodputOf, measuredStats, measuredWindows, segmentFigures, sweepSummary } from './load-phases';
+import { assertionCoverage, stepFigures } from './step-coverage';
 import { missingShardsReason, telemetryCompleteness, type MissingShard } from './telemetry-completeness';
 
 /** Everything the analyzer stored about one run. */
@@ -168,6 +169,10 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   if (warmup) summary.warmup = warmup;
   if (cooldown) summary.cooldown = cooldown;
   if (sweep) summary.sweep = sweep;
+  const assertions = assertionCoverage(evidence.spec, evidence.lifecycle);
+  if (assertions) summary.assertions = assertions;
+  const steps = stepFigures(evidence.spec, evidence.lifecycle);
+  if (steps) summary.steps = steps;
   return summary;
 }
 

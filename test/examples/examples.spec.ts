@@ -76,7 +76,11 @@ describe('examples/', () => {
       for (const step of s.steps) {
         if (step.kind !== 'grpc' || !('path' in step.proto)) continue;
         const service = loadSync(join(ROOT, step.proto.path))[step.service] as Record<string, unknown>;
-        expect([f, step.name, Object.keys(service ?? {})]).toEqual([f, step.name, expect.arrayContaining([step.method])]);
+        expect([f, step.name, Object.keys(service ?? {})]).toEqual([
+          f,
+          step.name,
+          expect.arrayContaining([step.method]),
+        ]);
       }
     }
   });

@@ -144,7 +144,10 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
   private async probe(spec: CampaignSpec): Promise<TargetProbe> {
     // A steps scenario of gRPC and WebSocket calls only may point at a server that speaks no
     // HTTP/1.1 (a gRPC server): its own calls tell whether it is there, classified per step.
-    if (spec.scenario.type === 'http' && spec.scenario.steps.every((s) => s.kind === 'grpc' || s.kind === 'websocket'))
+    if (
+      spec.scenario.type === 'http' &&
+      spec.scenario.steps.every((s) => s.kind === 'grpc' || s.kind === 'websocket')
+    )
       return { reachable: true, models: [], lookup: null };
     let probe: TargetProbe = { reachable: false, reason: 'not probed' };
     for (let attempt = 0; attempt < 3; attempt++) {

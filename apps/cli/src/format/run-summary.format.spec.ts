@@ -119,8 +119,14 @@ describe(assertionCoverageLine.name, () => {
         passed: 1,
         failed: 1,
         neverRan: 1,
-        byName: [a('login.ok', 'passed', 10, 0), a('gen.ok', 'failed', 7, 3), a('chat.ok', 'never-ran', 0, 0)],
+        byName: [
+          a('login.ok', 'passed', 10, 0),
+          a('gen.ok', 'failed', 7, 3),
+          a('chat.ok', 'never-ran', 0, 0),
+        ],
       }),
-    ).toBe('2/3 declared assertions ran (67 %): 1 passed, 1 failed, 1 never ran; failing: gen.ok 3/10; never ran: chat.ok');
+    ).toBe(
+      '2/3 declared assertions ran (67 %): 1 passed, 1 failed, 1 never ran; failing: gen.ok 3/10; never ran: chat.ok',
+    );
   });
 });

@@ -1,4 +1,10 @@
-import { stepRoute, type CampaignSpec, type RequestRecord, type Step, type ToolCallObservation } from '@fathom/contracts';
+import {
+  stepRoute,
+  type CampaignSpec,
+  type RequestRecord,
+  type Step,
+  type ToolCallObservation,
+} from '@fathom/contracts';
 import {
   assessHallucinationRisk,
   checkShapeAgainstSchema,

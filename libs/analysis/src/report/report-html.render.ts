@@ -425,13 +425,32 @@ function stepsSection(doc: RunReportDocument): string {
   const coverage = c
     ? `<h3>Assertion coverage</h3><p>${esc(assertionCoverageText(c))}</p>${table(
         ['assertion', 'declared', 'state', 'passed', 'failed'],
-        c.byName.map((a) => [a.name, a.declared ? 'yes' : 'driver', a.state, String(a.passes), String(a.failures)]),
+        c.byName.map((a) => [
+          a.name,
+          a.declared ? 'yes' : 'driver',
+          a.state,
+          String(a.passes),
+          String(a.failures),
+        ]),
         (row) => (row[2] === 'failed' ? 'bad' : ''),
       )}`
     : '';
   const rows = steps
     ? `<h3>Steps</h3>${table(
-        ['step', 'kind', 'runs', 'failed', 'skipped', 'budget', 'SLA misses', 'mean', 'max', 'first message', 'messages', 'concurrency'],
+        [
+          'step',
+          'kind',
+          'runs',
+          'failed',
+          'skipped',
+          'budget',
+          'SLA misses',
+          'mean',
+          'max',
+          'first message',
+          'messages',
+          'concurrency',
+        ],
         steps.map((st) => [
           st.name,
           st.kind,

@@ -21,7 +21,14 @@ const spec = CampaignSpecSchema.parse({
         concurrency: 2,
         assertions: ['ok', { kind: 'status', name: 'code', equals: 0 }],
       },
-      { kind: 'websocket', name: 'chat', dependsOn: ['gen'], url: '/ws', until: { frames: 1 }, assertions: ['ok'] },
+      {
+        kind: 'websocket',
+        name: 'chat',
+        dependsOn: ['gen'],
+        url: '/ws',
+        until: { frames: 1 },
+        assertions: ['ok'],
+      },
     ],
   },
   load: { concurrency: 1, durationMs: 1000 },
@@ -51,21 +58,47 @@ function finished(index: number, assertions: object, steps: object): RunLifecycl
     phase: 'shard-finished',
     shard: { index, count: 2 },
     generatorId: 'g',
-    counts: { sent: 10, completed: 10, errors: 0, dropped: 0, recordsPublished: 0, windowsPublished: 0, late: 3, assertions, steps },
+    counts: {
+      sent: 10,
+      completed: 10,
+      errors: 0,
+      dropped: 0,
+      recordsPublished: 0,
+      windowsPublished: 0,
+      late: 3,
+      assertions,
+      steps,
+    },
   });
 }
 
 const lifecycle = [
-  finished(0, { 'login.ok': { passed: 6, failed: 0 }, 'gen.ok': { passed: 5, failed: 1 }, 'gen.code': { passed: 6, failed: 0 } }, {
-    login: tally(6, { slaMisses: 2 }),
-    gen: tally(6, { failed: 1 }),
-    chat: tally(0, { skipped: 6 }),
-  }),
-  finished(1, { 'login.ok': { passed: 4, failed: 0 }, 'gen.ok': { passed: 4, failed: 0 }, 'workflow.converged': { passed: 1, failed: 0 } }, {
-    login: tally(4, { latencyMsMax: 90, slaMisses: 1 }),
-    gen: tally(4),
-    chat: tally(0, { skipped: 4 }),
-  }),
+  finished(
+    0,
+    {
+      'login.ok': { passed: 6, failed: 0 },
+      'gen.ok': { passed: 5, failed: 1 },
+      'gen.code': { passed: 6, failed: 0 },
+    },
+    {
+      login: tally(6, { slaMisses: 2 }),
+      gen: tally(6, { failed: 1 }),
+      chat: tally(0, { skipped: 6 }),
+    },
+  ),
+  finished(
+    1,
+    {
+      'login.ok': { passed: 4, failed: 0 },
+      'gen.ok': { passed: 4, failed: 0 },
+      'workflow.converged': { passed: 1, failed: 0 },
+    },
+    {
+      login: tally(4, { latencyMsMax: 90, slaMisses: 1 }),
+      gen: tally(4),
+      chat: tally(0, { skipped: 4 }),
+    },
+  ),
 ];
 
 describe('assertion coverage and step figures', () => {

@@ -24,7 +24,7 @@ export function assertionCoverage(
 ): AssertionCoverage | null {
   const tallies = new Map<string, AssertionTally>();
   for (const l of ended(lifecycle))
-    for (const [name, t] of Object.entries(l.counts.assertions ?? {})) {
+    for (const [name, t] of Object.entries(l.counts?.assertions ?? {})) {
       const sum = tallies.get(name) ?? { passed: 0, failed: 0 };
       tallies.set(name, { passed: sum.passed + t.passed, failed: sum.failed + t.failed });
     }
@@ -50,13 +50,16 @@ export function assertionCoverage(
 }
 
 /** One row per step of a steps scenario, summed over the shards that ended; null for other scenarios. */
-export function stepFigures(spec: CampaignSpec | null, lifecycle: readonly RunLifecycle[]): StepFigures[] | null {
+export function stepFigures(
+  spec: CampaignSpec | null,
+  lifecycle: readonly RunLifecycle[],
+): StepFigures[] | null {
   if (spec?.scenario.type !== 'http') return null;
   const shards = ended(lifecycle);
   return spec.scenario.steps.map((step) => {
     const t = shards.reduce<StepTally>(
       (sum, l) => {
-        const s = l.counts.steps?.[step.name];
+        const s = l.counts?.steps?.[step.name];
         if (!s) return sum;
         return {
           runs: sum.runs + s.runs,

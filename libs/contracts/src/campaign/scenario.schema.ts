@@ -56,7 +56,9 @@ export const EmbeddingsScenarioSchema = z
 export type EmbeddingsScenario = z.infer<typeof EmbeddingsScenarioSchema>;
 
 /** JSONPath subset used by assertions and WebSocket reply predicates: `$.a.b[0].c`. */
-const JsonPathSchema = z.string().regex(/^\$(\.[A-Za-z_][\w-]*|\[\d+\])*$/, 'JSONPath of the form $.a.b[0].c');
+const JsonPathSchema = z
+  .string()
+  .regex(/^\$(\.[A-Za-z_][\w-]*|\[\d+\])*$/, 'JSONPath of the form $.a.b[0].c');
 const JsonScalarSchema = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 /**
@@ -196,7 +198,7 @@ export type Step = z.infer<typeof StepSchema>;
 export function stepRoute(step: Step): string {
   if (step.kind === 'grpc') return `/${step.service}/${step.method}`;
   if (step.kind === 'websocket')
-    return step.url.startsWith('/') ? step.url : (/^wss?:\/\/[^/?#]*([^?#]*)/.exec(step.url)?.[1] || '/');
+    return step.url.startsWith('/') ? step.url : /^wss?:\/\/[^/?#]*([^?#]*)/.exec(step.url)?.[1] || '/';
   return step.path;
 }
 
@@ -225,7 +227,11 @@ export const HttpScenarioSchema = z
     const library = new Set<string>();
     s.assertions.forEach((a, i) => {
       if (library.has(a.name))
-        ctx.addIssue({ code: 'custom', message: `duplicate assertion ${a.name}`, path: ['assertions', i, 'name'] });
+        ctx.addIssue({
+          code: 'custom',
+          message: `duplicate assertion ${a.name}`,
+          path: ['assertions', i, 'name'],
+        });
       library.add(a.name);
     });
     const names = new Set<string>();

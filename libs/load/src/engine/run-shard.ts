@@ -1,5 +1,12 @@
 import { randomFillSync } from 'node:crypto';
-import type { CampaignSpec, LoadProfile, LoadSegment, RequestRecord, ShardCounts, StepTally } from '@fathom/contracts';
+import type {
+  CampaignSpec,
+  LoadProfile,
+  LoadSegment,
+  RequestRecord,
+  ShardCounts,
+  StepTally,
+} from '@fathom/contracts';
 import * as hdr from 'hdr-histogram-js';
 import type { GpuMemoryGauge } from '../adaptive/gpu-memory.gauge';
 import type { PromptSource } from '../dataset/prompt.source';

@@ -69,17 +69,27 @@ async function echoServer() {
     { Garbage: (_c: unknown, done: grpc.sendUnaryData<Buffer>) => done(null, Buffer.alloc(0)) },
   );
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+      e ? reject(e) : resolve(p),
+    ),
   );
   return { port, dir, seen, close: () => server.forceShutdown() };
 }
 
 const step = (overrides: Record<string, unknown>): GrpcStep =>
-  GrpcStepSchema.parse({ kind: 'grpc', name: 's', proto: { text: PROTO }, service: 'fathom.echo.Echo', method: 'Once', ...overrides });
+  GrpcStepSchema.parse({
+    kind: 'grpc',
+    name: 's',
+    proto: { text: PROTO },
+    service: 'fathom.echo.Echo',
+    method: 'Once',
+    ...overrides,
+  });
 
 async function callOnce(sut: GrpcStepClient, cancelAfterMs?: number) {
   const request = stepTestRequest();
-  if (cancelAfterMs !== undefined) setTimeout(() => request.cancel.abort(new RequestTimeout(cancelAfterMs)), cancelAfterMs);
+  if (cancelAfterMs !== undefined)
+    setTimeout(() => request.cancel.abort(new RequestTimeout(cancelAfterMs)), cancelAfterMs);
   return sut.call({ request, toolCalls: [] }, performance.now());
 }
 
@@ -89,7 +99,10 @@ describe(GrpcStepClient.name, () => {
   afterAll(() => server.close());
 
   const client = async (overrides: Record<string, unknown>) => {
-    const sut = new GrpcStepClient(step({ address: `127.0.0.1:${server.port}`, ...overrides }), 'http://unused:1');
+    const sut = new GrpcStepClient(
+      step({ address: `127.0.0.1:${server.port}`, ...overrides }),
+      'http://unused:1',
+    );
     await sut.prepare();
     return sut;
   };
@@ -107,7 +120,11 @@ describe(GrpcStepClient.name, () => {
   });
 
   it('times every message of a server stream, the first as the first-message time', async () => {
-    const sut = await client({ method: 'Many', request: { text: 'x', count: 4 }, proto: { path: join(server.dir, 'echo.proto') } });
+    const sut = await client({
+      method: 'Many',
+      request: { text: 'x', count: 4 },
+      proto: { path: join(server.dir, 'echo.proto') },
+    });
     const answer = await callOnce(sut);
     await sut.close();
     expect(answer.status).toBe(0);
@@ -139,7 +156,10 @@ describe(GrpcStepClient.name, () => {
   });
 
   it('classes an answer that does not decode as protocol, a stream cut short as stream-truncated', async () => {
-    const garbage = await client({ service: 'fathom.echo.Broken', proto: { text: PROTO.replace('service Echo', 'service Broken') } });
+    const garbage = await client({
+      service: 'fathom.echo.Broken',
+      proto: { text: PROTO.replace('service Echo', 'service Broken') },
+    });
     const answer = await callOnce(garbage);
     await garbage.close();
     expect(answer.failure?.errorClass).toBe('protocol');
@@ -147,15 +167,26 @@ describe(GrpcStepClient.name, () => {
     const truncated = await callOnce(cut);
     await cut.close();
     expect(truncated.messages).toBe(2);
-    expect(truncated.failure).toEqual({ errorClass: 'stream-truncated', message: 'gRPC UNAVAILABLE: backend gone' });
+    expect(truncated.failure).toEqual({
+      errorClass: 'stream-truncated',
+      message: 'gRPC UNAVAILABLE: backend gone',
+    });
   });
 
   it('refuses an unknown method, a client-streaming one and a request the message refuses before any load', async () => {
-    await expect(client({ method: 'Nope' })).rejects.toThrow(/has no method Nope \(it has Once, Many, Upload\)/);
+    await expect(client({ method: 'Nope' })).rejects.toThrow(
+      /has no method Nope \(it has Once, Many, Upload\)/,
+    );
     await expect(client({ method: 'Upload' })).rejects.toThrow(/streams its requests/);
-    await expect(client({ service: 'fathom.echo.Missing' })).rejects.toThrow(/no service fathom.echo.Missing/);
-    await expect(client({ request: { count: 'many' } })).rejects.toThrow(/request does not fit \/fathom.echo.Echo\/Once: \$.count is a number field, given "many"/);
+    await expect(client({ service: 'fathom.echo.Missing' })).rejects.toThrow(
+      /no service fathom.echo.Missing/,
+    );
+    await expect(client({ request: { count: 'many' } })).rejects.toThrow(
+      /request does not fit \/fathom.echo.Echo\/Once: \$.count is a number field, given "many"/,
+    );
     await expect(client({ request: { nope: 1 } })).rejects.toThrow(/\$.nope is no field of the message/);
-    await expect(client({ proto: { text: 'syntax = "proto3"; message {' } })).rejects.toThrow(/inline proto does not load/);
+    await expect(client({ proto: { text: 'syntax = "proto3"; message {' } })).rejects.toThrow(
+      /inline proto does not load/,
+    );
   });
 });

@@ -81,7 +81,11 @@ export class GrpcStepClient implements StepClient {
       );
     let problem: string | null;
     try {
-      problem = requestMismatch(this.step.request, method.requestDeserialize(method.requestSerialize(this.step.request)), '$');
+      problem = requestMismatch(
+        this.step.request,
+        method.requestDeserialize(method.requestSerialize(this.step.request)),
+        '$',
+      );
     } catch (error) {
       problem = errorText(error);
     }
@@ -101,7 +105,10 @@ export class GrpcStepClient implements StepClient {
       return Promise.resolve(failedAnswer('other', `step ${this.step.name}: proto not loaded`));
     if (request.cancel.aborted)
       return Promise.resolve(
-        failedAnswer(classifyError(request.cancel.reason, request.cancel, false), errorText(request.cancel.reason)),
+        failedAnswer(
+          classifyError(request.cancel.reason, request.cancel, false),
+          errorText(request.cancel.reason),
+        ),
       );
     const metadata = new grpc.Metadata();
     for (const [key, value] of Object.entries({ ...headerTexts(this.step.metadata), ...request.headers }))
@@ -141,7 +148,9 @@ export class GrpcStepClient implements StepClient {
           ...received,
           body: JSON.stringify(method.responseStream ? kept : (kept[0] ?? null)),
           statusClass,
-          ...(statusClass ? { statusText: `gRPC ${grpc.status[code]}: ${status.details.slice(0, 200)}` } : {}),
+          ...(statusClass
+            ? { statusText: `gRPC ${grpc.status[code]}: ${status.details.slice(0, 200)}` }
+            : {}),
         });
       };
       const onMessage = (message: unknown) => {
@@ -157,7 +166,13 @@ export class GrpcStepClient implements StepClient {
       let call: grpc.ClientUnaryCall | grpc.ClientReadableStream<unknown>;
       try {
         if (method.responseStream) {
-          const stream = client.makeServerStreamRequest(method.path, serialize, deserialize, this.step.request, metadata);
+          const stream = client.makeServerStreamRequest(
+            method.path,
+            serialize,
+            deserialize,
+            this.step.request,
+            metadata,
+          );
           stream.on('data', onMessage);
           // A non-OK status is also an 'error' event: the status event below says it all.
           stream.on('error', () => undefined);

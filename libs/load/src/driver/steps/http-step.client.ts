@@ -78,10 +78,13 @@ export class HttpStepClient implements StepClient {
         messages: 1,
         statusClass,
         // The answer's first 200 characters say why (e.g. the spec's "reranker busy: n/32 in use").
-        ...(statusClass ? { statusText: body ? `HTTP ${status}: ${body.slice(0, 200)}` : `HTTP ${status}` } : {}),
+        ...(statusClass
+          ? { statusText: body ? `HTTP ${status}: ${body.slice(0, 200)}` : `HTTP ${status}` }
+          : {}),
       };
     } catch (error) {
-      if (this.declared !== null && !recorded) pushToolCall(toolCalls, unansweredToolCall(this.declared, status));
+      if (this.declared !== null && !recorded)
+        pushToolCall(toolCalls, unansweredToolCall(this.declared, status));
       return {
         status,
         httpStatus: status,
@@ -90,7 +93,10 @@ export class HttpStepClient implements StepClient {
         messageOffsetsMs: [],
         messages: 0,
         statusClass: null,
-        failure: { errorClass: classifyError(error, request.cancel, status !== 0), message: errorText(error) },
+        failure: {
+          errorClass: classifyError(error, request.cancel, status !== 0),
+          message: errorText(error),
+        },
       };
     }
   }

@@ -209,7 +209,12 @@ export class StepDagDriver implements RequestDriver {
     const status = answer.httpStatus;
     if (answer.failure)
       return { ok: false, status, errorClass: answer.failure.errorClass, message: answer.failure.message };
-    const seen = { status: answer.status, latencyMs, firstMessageMs: answer.firstMessageMs, body: answer.body };
+    const seen = {
+      status: answer.status,
+      latencyMs,
+      firstMessageMs: answer.firstMessageMs,
+      body: answer.body,
+    };
     let parsed: { value: unknown } | null = null;
     const json = () => {
       if (parsed === null) {
@@ -229,7 +234,12 @@ export class StepDagDriver implements RequestDriver {
     }
     const statusClass = step.statusAsserted ? null : answer.statusClass;
     if (statusClass)
-      return { ok: false, status, errorClass: statusClass, message: answer.statusText ?? `status ${answer.status}` };
+      return {
+        ok: false,
+        status,
+        errorClass: statusClass,
+        message: answer.statusText ?? `status ${answer.status}`,
+      };
     if (firstFailed !== null)
       return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };
     return { ok: true, status, errorClass: null };
@@ -241,4 +251,11 @@ export class StepDagDriver implements RequestDriver {
   }
 }
 
-const SKIPPED: StepRun = { ran: false, ok: false, latencyMs: 0, firstMessageMs: null, messages: 0, overBudget: false };
+const SKIPPED: StepRun = {
+  ran: false,
+  ok: false,
+  latencyMs: 0,
+  firstMessageMs: null,
+  messages: 0,
+  overBudget: false,
+};

@@ -55,7 +55,9 @@ async function targets() {
     },
   });
   const grpcPort = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+      e ? reject(e) : resolve(p),
+    ),
   );
   return {
     baseUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
@@ -87,7 +89,13 @@ describe('a step DAG over HTTP, gRPC and WebSocket', () => {
               { kind: 'jsonpath', name: 'last-done', path: '$[2].done', equals: true },
             ],
             steps: [
-              { name: 'login', method: 'POST', path: '/login', body: {}, assertions: ['says-success', 'first-fast'] },
+              {
+                name: 'login',
+                method: 'POST',
+                path: '/login',
+                body: {},
+                assertions: ['says-success', 'first-fast'],
+              },
               {
                 kind: 'grpc',
                 name: 'generate',
@@ -145,7 +153,13 @@ describe('a step DAG over HTTP, gRPC and WebSocket', () => {
       expect(sut.assertions['strict.has-user']).toEqual({ passed: 0, failed: n });
       expect(sut.assertions['after.says-success']).toBeUndefined();
       expect(t.inFlight.max).toBe(1);
-      expect(sut.steps.generate).toMatchObject({ runs: n, failed: 0, skipped: 0, slaMisses: 0, messages: 3 * n });
+      expect(sut.steps.generate).toMatchObject({
+        runs: n,
+        failed: 0,
+        skipped: 0,
+        slaMisses: 0,
+        messages: 3 * n,
+      });
       expect(sut.steps.chat).toMatchObject({ runs: n, slaMisses: n, firstMessages: n });
       expect(sut.steps.after).toMatchObject({ runs: 0, skipped: n });
       expect(sut.steps.chat.latencyMsSum / n).toBeGreaterThan(25);
@@ -188,7 +202,9 @@ describe('a step DAG over HTTP, gRPC and WebSocket', () => {
           sink: { record: () => undefined, window: () => undefined },
           signal: new AbortController().signal,
         }),
-      ).rejects.toThrow('step generate: service fathom.tokens.Generator has no method Complete (it has Stream)');
+      ).rejects.toThrow(
+        'step generate: service fathom.tokens.Generator has no method Complete (it has Stream)',
+      );
     } finally {
       await t.close();
     }

@@ -73,7 +73,13 @@ async function wsServer() {
 
 const client = (baseUrl: string, step: Record<string, unknown>) =>
   new WebSocketStepClient(
-    WebSocketStepSchema.parse({ kind: 'websocket', name: 'ws', send: [{ ask: 'hi' }], until: { frames: 1 }, ...step }),
+    WebSocketStepSchema.parse({
+      kind: 'websocket',
+      name: 'ws',
+      send: [{ ask: 'hi' }],
+      until: { frames: 1 },
+      ...step,
+    }),
     baseUrl,
     { authorization: 'Bearer k' },
   );
@@ -94,12 +100,19 @@ describe(WebSocketStepClient.name, () => {
   afterAll(() => server.close());
 
   it('reads frames until a JSON predicate holds, timing the first frame; the body is every frame', async () => {
-    const answer = await callOnce(client(server.baseUrl, { url: '/chat', until: { path: '$.done', equals: true } }));
+    const answer = await callOnce(
+      client(server.baseUrl, { url: '/chat', until: { path: '$.done', equals: true } }),
+    );
     expect(answer).toMatchObject({ status: 101, httpStatus: 101, messages: 4, statusClass: null });
     expect(answer.failure).toBeUndefined();
     expect(answer.firstMessageMs).toBe(answer.messageOffsetsMs[0]);
     expect(answer.messageOffsetsMs[3]).toBeGreaterThan(answer.messageOffsetsMs[0]);
-    expect(JSON.parse(answer.body)).toEqual([{ token: 't0' }, { token: 't1' }, { token: 't2' }, { done: true, text: 't0t1t2' }]);
+    expect(JSON.parse(answer.body)).toEqual([
+      { token: 't0' },
+      { token: 't1' },
+      { token: 't2' },
+      { done: true, text: 't0t1t2' },
+    ]);
     expect(server.headers.at(-1)).toMatchObject({ authorization: 'Bearer k', 'x-fathom-run': 'run-1' });
   });
 
@@ -122,7 +135,9 @@ describe(WebSocketStepClient.name, () => {
     expect(cut.failure?.errorClass).toBe('stream-truncated');
     expect(cut.failure?.message).toContain('code 1011: backend gone');
     expect(cut.messages).toBe(1);
-    expect((await callOnce(client(server.baseUrl, { url: '/hang' }), 150)).failure?.errorClass).toBe('timeout');
+    expect((await callOnce(client(server.baseUrl, { url: '/hang' }), 150)).failure?.errorClass).toBe(
+      'timeout',
+    );
     const gone = await wsServer();
     await gone.close();
     expect((await callOnce(client(gone.baseUrl, { url: '/echo' }))).failure?.errorClass).toBe('connect');

@@ -41,7 +41,10 @@ export class WebSocketStepClient implements StepClient {
   call({ request }: StepCallContext, startedMono: number): Promise<StepAnswer> {
     if (request.cancel.aborted)
       return Promise.resolve(
-        failedAnswer(classifyError(request.cancel.reason, request.cancel, false), errorText(request.cancel.reason)),
+        failedAnswer(
+          classifyError(request.cancel.reason, request.cancel, false),
+          errorText(request.cancel.reason),
+        ),
       );
     return new Promise<StepAnswer>((resolve) => {
       const offsets: number[] = [];
@@ -135,7 +138,10 @@ export class WebSocketStepClient implements StepClient {
       request.cancel
         .signal()
         .addEventListener('abort', () =>
-          fail(classifyError(request.cancel.reason, request.cancel, opened), errorText(request.cancel.reason)),
+          fail(
+            classifyError(request.cancel.reason, request.cancel, opened),
+            errorText(request.cancel.reason),
+          ),
         );
     });
   }

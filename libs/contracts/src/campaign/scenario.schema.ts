@@ -156,8 +156,8 @@ export const GrpcStepSchema = z
     method: z.string().regex(/^[A-Za-z_]\w*$/),
     /** The request message as JSON (proto field names). */
     request: z.record(z.string(), z.unknown()).default({}),
-    /** Call metadata (gRPC headers); credentials by reference, as HTTP headers. */
-    metadata: HeadersSchema.default({}),
+    /** Call metadata (gRPC's headers); credentials by reference, as for HTTP steps. */
+    headers: HeadersSchema.default({}),
   })
   .strict();
 export type GrpcStep = z.infer<typeof GrpcStepSchema>;

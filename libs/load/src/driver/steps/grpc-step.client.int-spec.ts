@@ -108,7 +108,7 @@ describe(GrpcStepClient.name, () => {
   };
 
   it('calls a unary method from inline proto text with metadata; the body is the response as JSON', async () => {
-    const sut = await client({ request: { text: 'hi' }, metadata: { 'x-tenant': 't1' } });
+    const sut = await client({ request: { text: 'hi' }, headers: { 'x-tenant': 't1' } });
     const answer = await callOnce(sut);
     await sut.close();
     expect(answer).toMatchObject({ status: 0, httpStatus: 200, messages: 1, statusClass: null });

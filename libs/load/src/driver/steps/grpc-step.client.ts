@@ -111,7 +111,7 @@ export class GrpcStepClient implements StepClient {
         ),
       );
     const metadata = new grpc.Metadata();
-    for (const [key, value] of Object.entries({ ...headerTexts(this.step.metadata), ...request.headers }))
+    for (const [key, value] of Object.entries({ ...headerTexts(this.step.headers), ...request.headers }))
       metadata.set(key.toLowerCase(), value);
     return new Promise<StepAnswer>((resolve) => {
       const offsets: number[] = [];

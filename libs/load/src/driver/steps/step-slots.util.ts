@@ -32,10 +32,6 @@ export class StepSlots {
     });
   }
 
-  get inUse(): number {
-    return this.held;
-  }
-
   private releaser(): () => void {
     let released = false;
     return () => {

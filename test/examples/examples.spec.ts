@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadSync } from '@grpc/proto-loader';
 import { parse } from 'yaml';
-import { CampaignSpecSchema, ScenarioSchema, type CampaignSpec } from '@fathom/contracts';
+import { z } from 'zod';
+import { CampaignSpecSchema, ScenarioSchema, StepSchema, type CampaignSpec } from '@fathom/contracts';
 
 const ROOT = join(__dirname, '..', '..');
 const DIR = join(ROOT, 'examples');
@@ -49,6 +51,38 @@ describe('examples/', () => {
     const types = ScenarioSchema.options.map((o) => o.shape.type.value).sort();
     const covered = new Set(files.map((f) => spec(f).scenario.type));
     expect(types.filter((t) => !covered.has(t))).toEqual([]);
+  });
+
+  it('has a campaign for every step kind', () => {
+    const kinds = StepSchema.options
+      .map((o) => {
+        const kind = o.shape.kind;
+        return (kind instanceof z.ZodOptional ? kind.unwrap() : kind).value;
+      })
+      .sort();
+    const covered = new Set(
+      files.flatMap((f) => {
+        const s = spec(f).scenario;
+        return s.type === 'http' ? s.steps.map((step) => step.kind ?? 'http') : [];
+      }),
+    );
+    expect(kinds.filter((k) => !covered.has(k))).toEqual([]);
+  });
+
+  it('calls gRPC methods that its proto files define', () => {
+    for (const f of files) {
+      const s = spec(f).scenario;
+      if (s.type !== 'http') continue;
+      for (const step of s.steps) {
+        if (step.kind !== 'grpc' || !('path' in step.proto)) continue;
+        const service = loadSync(join(ROOT, step.proto.path))[step.service] as Record<string, unknown>;
+        expect([f, step.name, Object.keys(service ?? {})]).toEqual([
+          f,
+          step.name,
+          expect.arrayContaining([step.method]),
+        ]);
+      }
+    }
   });
 
   it.each(Object.entries(ANOMALY_EXAMPLES))(

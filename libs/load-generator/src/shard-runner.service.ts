@@ -143,6 +143,13 @@ export class ShardRunnerService implements OnModuleInit, OnApplicationShutdown {
 
   /** The target probe, again (up to 3 tries) while this process itself stalled through it. */
   private async probe(spec: CampaignSpec): Promise<TargetProbe> {
+    // A steps scenario of gRPC and WebSocket calls only may point at a server that speaks no
+    // HTTP/1.1 (a gRPC server): its own calls tell whether it is there, classified per step.
+    if (
+      spec.scenario.type === 'http' &&
+      spec.scenario.steps.every((s) => s.kind === 'grpc' || s.kind === 'websocket')
+    )
+      return { reachable: true, models: [], lookup: null };
     let probe: TargetProbe = { reachable: false, reason: 'not probed' };
     for (let attempt = 0; attempt < 3; attempt++) {
       probe = await probeTarget(spec.target.baseUrl, {

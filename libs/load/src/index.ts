@@ -27,7 +27,7 @@ export * from './perturb/protected-spans.util';
 export * from './perturb/adversarial-entropy.perturbation';
 export { chatLogprobsClient, parseChatLogprobs } from './driver/chat-logprobs.client';
 export * from './driver/request-outcome';
-export * from './driver/step-assertion.evaluator';
+export * from './driver/steps/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
 export { CLIENT_TOKENIZER } from './driver/output-token-count.util';
 export * from './driver/tool-chain.driver';

@@ -1,4 +1,4 @@
-import type { CampaignSpec } from '@fathom/contracts';
+import type { CampaignSpec, HttpScenario } from '@fathom/contracts';
 import { confinedPath, FileAccessError, plainSecretFields, TargetAllowList } from '@fathom/load';
 import type { FieldIssue } from './http/field-validation';
 
@@ -94,6 +94,21 @@ export async function admitDataFile(
 }
 
 /**
+ * Where the steps of a steps scenario connect apart from the target: a gRPC step's `address`
+ * (as http:// or https:// for the allow-list) and a WebSocket step's absolute URL.
+ */
+function stepUrls(scenario: CampaignSpec['scenario']): Array<readonly [string, string]> {
+  if (scenario.type !== 'http') return [];
+  return scenario.steps.flatMap((step, i): Array<readonly [string, string]> => {
+    if (step.kind === 'grpc' && step.address !== undefined)
+      return [[`scenario.steps.${i}.address`, `${step.tls ? 'https' : 'http'}://${step.address}`]];
+    if (step.kind === 'websocket' && !step.url.startsWith('/'))
+      return [[`scenario.steps.${i}.url`, step.url.replace(/^ws/, 'http')]];
+    return [];
+  });
+}
+
+/**
  * Checks a parsed campaign against the policy: no credential given by value or inside a URL,
  * every URL inside the allow-list, every file inside the data directory (rewritten to its real
  * path, so a link swapped later cannot lead out). Returns the spec to store, or the issues.
@@ -108,6 +123,7 @@ export async function admitCampaign(
     ['target.baseUrl', spec.target.baseUrl],
     ...spec.target.metricsUrls.map((url, i) => [`target.metricsUrls.${i}`, url] as const),
     ['scenario.qdrant.url', scenario.type === 'rag' ? scenario.qdrant?.url : undefined],
+    ...stepUrls(scenario),
   ];
   const issues = await reachIssues(spec, urls, policy);
   let admitted = spec;
@@ -131,6 +147,15 @@ export async function admitCampaign(
       scenario: { ...admitted.scenario, tokenizer: { path } } as CampaignSpec['scenario'],
     }));
   }
+  if (scenario.type === 'http')
+    for (const [i, step] of scenario.steps.entries()) {
+      if (step.kind !== 'grpc' || !('path' in step.proto)) continue;
+      await file(`scenario.steps.${i}.proto.path`, step.proto.path, (path) => {
+        const current = admitted.scenario as HttpScenario;
+        const steps = current.steps.map((s, j) => (j === i ? { ...s, proto: { path } } : s));
+        return { ...admitted, scenario: { ...current, steps } };
+      });
+    }
   const profile = spec.load.profile;
   if (profile?.type === 'replay') {
     await file('load.profile.path', profile.path, (path) => ({

@@ -186,6 +186,15 @@ describe('the API against an attacker (issue 14: input, files, secrets, reach)',
       load: { concurrency: 1, durationMs: 600, profile: { type: 'replay', path: '/etc/hostname' } },
     });
     expect(await issuesOf(await api('/v1/campaigns', { body: replay }))).toContain('load.profile.path');
+    const proto = campaign({
+      scenario: {
+        type: 'http',
+        steps: [{ kind: 'grpc', name: 'g', proto: { path: '/etc/passwd' }, service: 'a.B', method: 'C' }],
+      },
+    });
+    expect(await issuesOf(await api('/v1/campaigns', { body: proto }))).toContain(
+      'scenario.steps.0.proto.path',
+    );
     const shadow = {
       name: 's',
       primary: { baseUrl: `${proxy.url}/v1` },
@@ -224,6 +233,32 @@ describe('the API against an attacker (issue 14: input, files, secrets, reach)',
         'candidate.baseUrl',
       ],
     ];
+    const step = (extra: Record<string, unknown>) =>
+      campaign({ scenario: { type: 'http', steps: [{ path: '/v1/models', name: 'ok' }, extra] } });
+    cases.push(
+      [
+        '/v1/campaigns',
+        step({
+          kind: 'grpc',
+          name: 'g',
+          address: outside.url.replace('http://', ''),
+          proto: { text: 'syntax = "proto3";' },
+          service: 'a.B',
+          method: 'C',
+        }),
+        'scenario.steps.1.address',
+      ],
+      [
+        '/v1/campaigns',
+        step({
+          kind: 'websocket',
+          name: 'w',
+          url: `${outside.url.replace('http', 'ws')}/ws`,
+          until: { frames: 1 },
+        }),
+        'scenario.steps.1.url',
+      ],
+    );
     for (const [path, body, field] of cases) {
       const answer = await issuesOf(await api(path, { body }));
       expect(answer).toContain(field);

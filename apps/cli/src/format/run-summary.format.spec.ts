@@ -1,5 +1,5 @@
 import type { Quantiles, RunSummary, SweepStep } from '@fathom/contracts';
-import { formatRunSummary } from './run-summary.format';
+import { assertionCoverageLine, formatRunSummary } from './run-summary.format';
 
 const q = (p99: number): Quantiles => ({
   count: 10,
@@ -170,5 +170,33 @@ describe(formatRunSummary.name, () => {
     );
     expect(text).toContain('KL 0.200, 3 words: dropped (not sent)');
     expect(text).toContain('shard 1 prompt #0: skipped (no entropy peak)');
+  });
+});
+
+describe(assertionCoverageLine.name, () => {
+  it('prints one line of coverage naming failed and never-run assertions', () => {
+    const a = (name: string, state: 'passed' | 'failed' | 'never-ran', passes: number, failures: number) => ({
+      name,
+      declared: true,
+      state,
+      passes,
+      failures,
+    });
+    expect(
+      assertionCoverageLine({
+        declared: 3,
+        ran: 2,
+        passed: 1,
+        failed: 1,
+        neverRan: 1,
+        byName: [
+          a('login.ok', 'passed', 10, 0),
+          a('gen.ok', 'failed', 7, 3),
+          a('chat.ok', 'never-ran', 0, 0),
+        ],
+      }),
+    ).toBe(
+      '2/3 declared assertions ran (67 %): 1 passed, 1 failed, 1 never ran; failing: gen.ok 3/10; never ran: chat.ok',
+    );
   });
 });

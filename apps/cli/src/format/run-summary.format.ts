@@ -1,5 +1,6 @@
 import { SLO_BREACH_TIER, type Quantiles, type RunSummary } from '@fathom/contracts';
 import { CLIENT_TOKENIZER } from '@fathom/load';
+import { assertionCoverageText } from '@fathom/analysis';
 
 export interface PrintableRun {
   id: string;
@@ -111,6 +112,12 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
       `  goodput ${g.goodputPerSec.toFixed(1)} req/s (${g.good}/${g.judged} within SLO), semantic goodput ${g.semanticGoodputPerSec.toFixed(1)} req/s (${g.semanticallyGood}/${g.judged} also passed every semantic check)`,
     );
   }
+  if (s.assertions) lines.push(`  assertions: ${assertionCoverageLine(s.assertions)}`);
+  const missed = (s.steps ?? []).filter((st) => st.slaMisses > 0);
+  if (missed.length)
+    lines.push(
+      `  steps over their budget: ${missed.map((st) => `${st.name} ${st.slaMisses}/${st.runs} > ${st.budgetMs} ms`).join(', ')}`,
+    );
   if (s.gpu.scrapes) {
     const shown = [
       'kv_cache_usage_ratio',
@@ -246,4 +253,15 @@ function verdictLines(s: RunSummary): string[] {
     );
   }
   return lines;
+}
+
+/** One line of assertion coverage, naming the failing and never-run ones (the first three of each). */
+export function assertionCoverageLine(c: NonNullable<RunSummary['assertions']>): string {
+  const named = (label: string, state: string, figure: (a: (typeof c.byName)[number]) => string) => {
+    const list = c.byName.filter((a) => a.state === state);
+    if (!list.length) return '';
+    const shown = list.slice(0, 3).map((a) => `${a.name}${figure(a)}`);
+    return `; ${label}: ${shown.join(', ')}${list.length > 3 ? `, +${list.length - 3}` : ''}`;
+  };
+  return `${assertionCoverageText(c)}${named('failing', 'failed', (a) => ` ${a.failures}/${a.passes + a.failures}`)}${named('never ran', 'never-ran', () => '')}`;
 }

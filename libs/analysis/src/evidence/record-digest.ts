@@ -1,4 +1,10 @@
-import type { CampaignSpec, RequestRecord, ToolCallObservation } from '@fathom/contracts';
+import {
+  stepRoute,
+  type CampaignSpec,
+  type RequestRecord,
+  type Step,
+  type ToolCallObservation,
+} from '@fathom/contracts';
 import {
   assessHallucinationRisk,
   checkShapeAgainstSchema,
@@ -114,6 +120,11 @@ export function layerOfPath(path: string): Layer {
   return 'http';
 }
 
+/** An HTTP step's path under the target's base path; a gRPC or WebSocket step's own route. */
+function stepEvidencePath(baseUrl: string, step: Step): string {
+  return step.kind === 'grpc' || step.kind === 'websocket' ? stepRoute(step) : joinPath(baseUrl, step.path);
+}
+
 function joinPath(baseUrl: string, suffix: string): string {
   const base = new URL(baseUrl).pathname.replace(/\/$/, '');
   return `${base}${suffix}`;
@@ -153,8 +164,8 @@ export function layerCalls(record: RequestRecord, spec: CampaignSpec): LayerCall
   if (scenario.type === 'http') {
     if (ok)
       return scenario.steps.map((s) => ({
-        layer: layerOfPath(s.path),
-        path: joinPath(spec.target.baseUrl, s.path),
+        layer: layerOfPath(stepRoute(s)),
+        path: stepEvidencePath(spec.target.baseUrl, s),
         ok: true,
         status: record.status,
       }));
@@ -166,8 +177,8 @@ export function layerCalls(record: RequestRecord, spec: CampaignSpec): LayerCall
     const assertionFailed = /^assertion /.test(named![2]);
     return [
       {
-        layer: layerOfPath(step.path),
-        path: joinPath(spec.target.baseUrl, step.path),
+        layer: layerOfPath(stepRoute(step)),
+        path: stepEvidencePath(spec.target.baseUrl, step),
         ok: false,
         status: record.status,
         error: excerpt(named![2]),

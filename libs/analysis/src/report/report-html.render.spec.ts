@@ -115,4 +115,50 @@ describe(renderReportHtml.name, () => {
     expect(old).toContain('made before reports carried their time series');
     expect(old).toContain('data-slo="passed"');
   });
+
+  it('shows assertion coverage and each step with its SLA misses for a steps run', () => {
+    const steps = {
+      ...doc,
+      summary: {
+        ...doc.summary,
+        assertions: {
+          declared: 2,
+          ran: 1,
+          passed: 0,
+          failed: 1,
+          neverRan: 1,
+          byName: [
+            { name: 'gen.ok', declared: true, state: 'failed' as const, passes: 7, failures: 3 },
+            { name: 'chat.ok', declared: true, state: 'never-ran' as const, passes: 0, failures: 0 },
+          ],
+        },
+        steps: [
+          {
+            name: 'gen',
+            kind: 'grpc' as const,
+            budgetMs: 50,
+            concurrency: 2,
+            runs: 10,
+            failed: 3,
+            skipped: 0,
+            slaMisses: 4,
+            latencyMeanMs: 40,
+            latencyMaxMs: 90,
+            firstMessageMeanMs: 5,
+            messages: 30,
+          },
+        ],
+      },
+    };
+    const html = renderReportHtml(steps, ASSETS);
+    const section = /<section id="steps">([^]*?)<\/section>/.exec(html)![1];
+    expect(section).toContain('1/2 declared assertions ran (50 %): 0 passed, 1 failed, 1 never ran');
+    expect(section).toMatch(
+      /<tr class="bad"><td>gen.ok<\/td><td>yes<\/td><td>failed<\/td><td>7<\/td><td>3<\/td>/,
+    );
+    expect(section).toContain('<td>chat.ok</td><td>yes</td><td>never-ran</td>');
+    expect(section).toMatch(
+      /<td>gen<\/td><td>grpc<\/td><td>10<\/td><td>3<\/td><td>0<\/td><td>[^<]+<\/td><td>4<\/td>/,
+    );
+  });
 });

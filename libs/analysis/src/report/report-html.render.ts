@@ -50,6 +50,7 @@ export function renderReportHtml(doc: RunReportDocument, assets: ReportAssets): 
     series ? gpuSection(doc, series, start, end) : missingSeries('gpu', 'GPU and server'),
     rootCauseSection(doc),
     semanticSection(doc, series),
+    stepsSection(doc),
     specSection(doc),
   ];
   return `<!DOCTYPE html>
@@ -411,6 +412,74 @@ function semanticSection(doc: RunReportDocument, series: RunSeries | undefined):
 ${blocks.join('\n')}
 ${tools}
 </section>`;
+}
+
+/**
+ * Assertion coverage (which named assertions ran, passed, failed, never ran) and, for steps
+ * scenarios, each step's runs, SLA misses against its own budget and latency. No semantic
+ * deviation per step: nothing measures one (the semantic-monitor judges whole responses).
+ */
+function stepsSection(doc: RunReportDocument): string {
+  const c = doc.summary.assertions;
+  const steps = doc.summary.steps;
+  if (!c && !steps) return '';
+  const coverage = c
+    ? `<h3>Assertion coverage</h3><p>${esc(assertionCoverageText(c))}</p>${table(
+        ['assertion', 'declared', 'state', 'passed', 'failed'],
+        c.byName.map((a) => [
+          a.name,
+          a.declared ? 'yes' : 'driver',
+          a.state,
+          String(a.passes),
+          String(a.failures),
+        ]),
+        (row) => (row[2] === 'failed' ? 'bad' : ''),
+      )}`
+    : '';
+  const rows = steps
+    ? `<h3>Steps</h3>${table(
+        [
+          'step',
+          'kind',
+          'runs',
+          'failed',
+          'skipped',
+          'budget',
+          'SLA misses',
+          'mean',
+          'max',
+          'first message',
+          'messages',
+          'concurrency',
+        ],
+        steps.map((st) => [
+          st.name,
+          st.kind,
+          String(st.runs),
+          String(st.failed),
+          String(st.skipped),
+          st.budgetMs === null ? '-' : fmtMs(st.budgetMs),
+          st.budgetMs === null ? '-' : String(st.slaMisses),
+          fmtMs(st.latencyMeanMs),
+          fmtMs(st.latencyMaxMs),
+          fmtMs(st.firstMessageMeanMs),
+          String(st.messages),
+          st.concurrency === null ? '-' : String(st.concurrency),
+        ]),
+        (row) => (row[6] !== '-' && row[6] !== '0' ? 'bad' : ''),
+      )}`
+    : '';
+  return `<section id="steps"><h2>Steps and assertions</h2>${coverage}${rows}</section>`;
+}
+
+/** `5/6 declared assertions ran (83 %): 4 passed, 1 failed, 1 never ran` (+ driver assertions). */
+export function assertionCoverageText(c: NonNullable<RunReportDocument['summary']['assertions']>): string {
+  const declaredRan = c.byName.filter((a) => a.declared && a.state !== 'never-ran').length;
+  const others = c.byName.length - c.declared;
+  const head = c.declared
+    ? `${declaredRan}/${c.declared} declared assertions ran (${Math.round((declaredRan / c.declared) * 100)} %)`
+    : 'no declared assertions';
+  return `${head}: ${c.passed} passed, ${c.failed} failed, ${c.neverRan} never ran${others ? ` (${others} of the driver's own included)` : ''}`;
 }
 
 function specSection(doc: RunReportDocument): string {

@@ -12,6 +12,7 @@ import {
 import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
 import { goodputOf, measuredStats, measuredWindows, segmentFigures, sweepSummary } from './load-phases';
+import { assertionCoverage, stepFigures } from './step-coverage';
 import { missingShardsReason, telemetryCompleteness, type MissingShard } from './telemetry-completeness';
 
 /** Everything the analyzer stored about one run. */
@@ -175,6 +176,10 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
     .flatMap((l) => l.adversarial ?? [])
     .sort((a, b) => a.shard - b.shard || a.promptIndex - b.promptIndex);
   if (adversarial.length) summary.adversarial = adversarial;
+  const assertions = assertionCoverage(evidence.spec, evidence.lifecycle);
+  if (assertions) summary.assertions = assertions;
+  const steps = stepFigures(evidence.spec, evidence.lifecycle);
+  if (steps) summary.steps = steps;
   return summary;
 }
 

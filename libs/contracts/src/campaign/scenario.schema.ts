@@ -59,20 +59,34 @@ export const EmbeddingsScenarioSchema = z
   .strict();
 export type EmbeddingsScenario = z.infer<typeof EmbeddingsScenarioSchema>;
 
+/** JSONPath subset used by assertions and WebSocket reply predicates: `$.a.b[0].c`. */
+const JsonPathSchema = z
+  .string()
+  .regex(/^\$(\.[A-Za-z_][\w-]*|\[\d+\])*$/, 'JSONPath of the form $.a.b[0].c');
+const JsonScalarSchema = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+
 /**
- * A named semantic assertion on one step's response (spec: semantic orchestrator), e.g.
- * `status == 200 && latency < 150ms && body.contains("success")` is three assertions.
+ * A named semantic assertion on one step's output (spec: semantic orchestrator), e.g.
+ * `status == 200 && latency < 150ms && body.contains("success")` is three assertions. What
+ * `status` and `body` are depends on the step's kind: HTTP: the status code and the body; gRPC:
+ * the gRPC status code (0 = OK) and the response as JSON (server streaming: a JSON array of the
+ * messages); WebSocket: 101 once the upgrade succeeded (else the HTTP status that refused it) and
+ * the reply frames (one frame: its text; more: a JSON array of them, each parsed when it is JSON).
  */
 export const StepAssertionSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('status'), name: z.string().min(1), equals: z.number().int() }).strict(),
   z.object({ kind: z.literal('latency'), name: z.string().min(1), belowMs: z.number().positive() }).strict(),
+  /** Time to the first message (gRPC stream message, WebSocket frame, HTTP response headers), like TTFT. */
+  z
+    .object({ kind: z.literal('first-message'), name: z.string().min(1), belowMs: z.number().positive() })
+    .strict(),
   z
     .object({
       kind: z.literal('jsonpath'),
       name: z.string().min(1),
       /** Subset of JSONPath: `$.a.b[0].c`. */
-      path: z.string().regex(/^\$(\.[A-Za-z_][\w-]*|\[\d+\])*$/, 'JSONPath of the form $.a.b[0].c'),
-      equals: z.union([z.string(), z.number(), z.boolean(), z.null()]).optional(),
+      path: JsonPathSchema,
+      equals: JsonScalarSchema.optional(),
       exists: z.boolean().optional(),
     })
     .strict(),
@@ -81,37 +95,171 @@ export const StepAssertionSchema = z.discriminatedUnion('kind', [
 ]);
 export type StepAssertion = z.infer<typeof StepAssertionSchema>;
 
+/** A step's assertion: inline, or the name of one of the scenario's reusable `assertions`. */
+export const StepAssertionUseSchema = z.union([z.string().min(1), StepAssertionSchema]);
+
+/** What every step kind shares: its place in the DAG, its assertions, its own limits. */
+const stepShape = {
+  name: z
+    .string()
+    .min(1)
+    .regex(/^[\w-]+$/),
+  /** Steps that must finish (with every assertion passing) before this one starts. */
+  dependsOn: z.array(z.string()).default([]),
+  /** Inline assertions, or names of the scenario's reusable `assertions`; tallied as `step.assertion`. */
+  assertions: z.array(StepAssertionUseSchema).default([]),
+  /**
+   * At most this many runs of this step in flight at once across the shard's iterations (a slow
+   * or fragile dependency held to its own limit); absent: only `load.concurrency` bounds it.
+   */
+  concurrency: z.number().int().positive().max(10000).optional(),
+  /** The step's own latency budget: a run that takes longer is an SLA miss for the step (report `steps`). */
+  budgetMs: z.number().positive().optional(),
+};
+
 export const HttpStepSchema = z
   .object({
-    name: z
-      .string()
-      .min(1)
-      .regex(/^[\w-]+$/),
+    /** Absent means `http`. */
+    kind: z.literal('http').optional(),
+    ...stepShape,
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
     /** Appended to the target's baseUrl. */
     path: z.string().startsWith('/'),
     headers: HeadersSchema.default({}),
     /** JSON body; sent as-is. */
     body: z.unknown().optional(),
-    /** Steps that must finish (with every assertion passing) before this one starts. */
-    dependsOn: z.array(z.string()).default([]),
-    assertions: z.array(StepAssertionSchema).default([]),
     /** The step calls a tool: its answers are checked against this declared contract (schema drift). */
     contract: ToolContractSchema.optional(),
   })
   .strict();
 export type HttpStep = z.infer<typeof HttpStepSchema>;
 
-/** One iteration runs the whole DAG of steps; the request record is the iteration. */
+/**
+ * A gRPC call (`@grpc/grpc-js`): unary, or server streaming (each message's arrival is timed; the
+ * first is the step's first-message time). Client and bidirectional streaming are refused when the
+ * proto is loaded (the shard fails before any load, naming the method).
+ */
+export const GrpcStepSchema = z
+  .object({
+    kind: z.literal('grpc'),
+    ...stepShape,
+    /** `host:port` of the server; absent: the target's host and port. */
+    address: z
+      .string()
+      .regex(/^([\w.-]+|\[[0-9a-fA-F:]+\]):\d{1,5}$/, 'host:port')
+      .optional(),
+    /** TLS (the system's root certificates); default plaintext (h2c). */
+    tls: z.boolean().default(false),
+    /** The service's .proto: a file path (imports resolved beside it), or its text inline. */
+    proto: z.union([
+      z.object({ path: z.string().min(1) }).strict(),
+      z.object({ text: z.string().min(1) }).strict(),
+    ]),
+    /** Fully qualified service name, e.g. `fathom.echo.Echo`. */
+    service: z.string().regex(/^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$/, 'package.Service'),
+    method: z.string().regex(/^[A-Za-z_]\w*$/),
+    /** The request message as JSON (proto field names). */
+    request: z.record(z.string(), z.unknown()).default({}),
+    /** Call metadata (gRPC's headers); credentials by reference, as for HTTP steps. */
+    headers: HeadersSchema.default({}),
+  })
+  .strict();
+export type GrpcStep = z.infer<typeof GrpcStepSchema>;
+
+/**
+ * A WebSocket exchange (`ws`): connect, send `send` in order, read frames until the reply is
+ * complete (`until`), close. The first frame's arrival is the step's first-message time.
+ */
+export const WebSocketStepSchema = z
+  .object({
+    kind: z.literal('websocket'),
+    ...stepShape,
+    /** `ws://` or `wss://` URL, or a path appended to the target's origin (http -> ws, https -> wss). */
+    url: z.union([z.string().regex(/^wss?:\/\/[^\s]+$/, 'ws:// or wss:// URL'), z.string().startsWith('/')]),
+    headers: HeadersSchema.default({}),
+    /** Frames sent once the connection is open: a string as a text frame, anything else as JSON text. */
+    send: z.array(z.unknown()).default([]),
+    /**
+     * When the reply is complete: after `frames` frames, or at the first frame that is JSON and
+     * matches `path` (equal to `equals`, or present when `equals` is absent). A frame that is not
+     * JSON fails a predicate wait as `malformed-json`.
+     */
+    until: z.union([
+      z.object({ frames: z.number().int().positive().max(100000) }).strict(),
+      z.object({ path: JsonPathSchema, equals: JsonScalarSchema.optional() }).strict(),
+    ]),
+  })
+  .strict();
+export type WebSocketStep = z.infer<typeof WebSocketStepSchema>;
+
+export const StepSchema = z.discriminatedUnion('kind', [GrpcStepSchema, WebSocketStepSchema, HttpStepSchema]);
+export type Step = z.infer<typeof StepSchema>;
+
+/**
+ * What a step's breaker gate and evidence call its path: HTTP its path, gRPC `/service/method`,
+ * WebSocket its URL's path.
+ */
+export function stepRoute(step: Step): string {
+  if (step.kind === 'grpc') return `/${step.service}/${step.method}`;
+  if (step.kind === 'websocket')
+    return step.url.startsWith('/') ? step.url : /^wss?:\/\/[^/?#]*([^?#]*)/.exec(step.url)?.[1] || '/';
+  return step.path;
+}
+
+/** A step's assertions with the scenario's named ones resolved (names unknown to it are left out). */
+export function resolvedAssertions(step: Step, library: readonly StepAssertion[]): StepAssertion[] {
+  return step.assertions.flatMap((a) => {
+    if (typeof a !== 'string') return [a];
+    const found = library.find((l) => l.name === a);
+    return found ? [found] : [];
+  });
+}
+
+/**
+ * One iteration runs the whole DAG of steps (HTTP, gRPC, WebSocket); the request record is the
+ * iteration. `assertions` are named once and used by name from any step.
+ */
 export const HttpScenarioSchema = z
-  .object({ type: z.literal('http'), steps: z.array(HttpStepSchema).min(1).max(100) })
+  .object({
+    type: z.literal('http'),
+    /** Reusable named assertions; a step lists a name in its `assertions` to apply one. */
+    assertions: z.array(StepAssertionSchema).default([]),
+    steps: z.array(StepSchema).min(1).max(100),
+  })
   .strict()
   .superRefine((s, ctx) => {
+    const library = new Set<string>();
+    s.assertions.forEach((a, i) => {
+      if (library.has(a.name))
+        ctx.addIssue({
+          code: 'custom',
+          message: `duplicate assertion ${a.name}`,
+          path: ['assertions', i, 'name'],
+        });
+      library.add(a.name);
+    });
     const names = new Set<string>();
     s.steps.forEach((step, i) => {
       if (names.has(step.name))
         ctx.addIssue({ code: 'custom', message: `duplicate step ${step.name}`, path: ['steps', i, 'name'] });
       names.add(step.name);
+      const applied = new Set<string>();
+      step.assertions.forEach((a, j) => {
+        const name = typeof a === 'string' ? a : a.name;
+        if (typeof a === 'string' && !library.has(a))
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown assertion ${a}: name one of the scenario's assertions`,
+            path: ['steps', i, 'assertions', j],
+          });
+        if (applied.has(name))
+          ctx.addIssue({
+            code: 'custom',
+            message: `assertion ${name} twice on step ${step.name}`,
+            path: ['steps', i, 'assertions', j],
+          });
+        applied.add(name);
+      });
     });
     s.steps.forEach((step, i) =>
       step.dependsOn.forEach((dep, j) => {
@@ -139,6 +287,16 @@ export const HttpScenarioSchema = z
     });
   });
 export type HttpScenario = z.infer<typeof HttpScenarioSchema>;
+
+/**
+ * The assertion names a steps scenario declares, as they are tallied (`step.assertion`), in step
+ * order: what assertion coverage is measured against.
+ */
+export function declaredAssertionNames(scenario: HttpScenario): string[] {
+  return scenario.steps.flatMap((step) =>
+    resolvedAssertions(step, scenario.assertions).map((a) => `${step.name}.${a.name}`),
+  );
+}
 
 /**
  * Tool-call chains: the model asks for a tool, Fathom calls it over HTTP, feeds the result back,

@@ -122,6 +122,51 @@ export const RunTelemetryCompletenessSchema = z.object({
 });
 export type RunTelemetryCompleteness = z.infer<typeof RunTelemetryCompletenessSchema>;
 
+/**
+ * Assertion coverage of a run: every assertion the campaign declares (steps scenarios) and every
+ * other one a driver tallied (`workflow.*`, `tool.*`), with its pass and fail counts summed over
+ * the shards that ended. `passed`: ran, never failed; `failed`: failed at least once; `never-ran`:
+ * declared, never evaluated (its step never ran, e.g. a dependency always failed).
+ */
+export const AssertionCoverageSchema = z.object({
+  declared: z.number().int().nonnegative(),
+  ran: z.number().int().nonnegative(),
+  passed: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  neverRan: z.number().int().nonnegative(),
+  byName: z.array(
+    z.object({
+      name: z.string(),
+      /** Declared by the campaign (false: a driver's own, e.g. `workflow.converged`). */
+      declared: z.boolean(),
+      state: z.enum(['passed', 'failed', 'never-ran']),
+      passes: z.number().int().nonnegative(),
+      failures: z.number().int().nonnegative(),
+    }),
+  ),
+});
+export type AssertionCoverage = z.infer<typeof AssertionCoverageSchema>;
+
+/** One step of a steps scenario over the run: its kind, limits, runs, SLA misses and latency. */
+export const StepFiguresSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['http', 'grpc', 'websocket']),
+  /** The step's own `budgetMs` and `concurrency`, null when it sets none. */
+  budgetMs: z.number().nullable(),
+  concurrency: z.number().int().nullable(),
+  runs: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  skipped: z.number().int().nonnegative(),
+  /** Runs over `budgetMs`: the step's own SLA misses. */
+  slaMisses: z.number().int().nonnegative(),
+  latencyMeanMs: z.number().nullable(),
+  latencyMaxMs: z.number().nullable(),
+  /** Mean time to the first message (TTFT-like); null when no run received one. */
+  firstMessageMeanMs: z.number().nullable(),
+  messages: z.number().int().nonnegative(),
+});
+export type StepFigures = z.infer<typeof StepFiguresSchema>;
+
 /** A run's summary: what `GET /v1/runs/:id` returns and `fathom run` prints. */
 export const RunSummarySchema = z.object({
   status: RunStatusSchema,
@@ -215,6 +260,10 @@ export const RunSummarySchema = z.object({
   telemetry: RunTelemetryCompletenessSchema.optional(),
   /** The analyzer's verdict on whether the run measured the target (as on the report). */
   validity: MeasurementValiditySchema.optional(),
+  /** Which named assertions ran, passed, failed, never ran (absent: the run tallied none and declared none). */
+  assertions: AssertionCoverageSchema.optional(),
+  /** Steps scenarios: one row per step, in the campaign's order (absent for other scenarios). */
+  steps: z.array(StepFiguresSchema).optional(),
 });
 export type RunSummary = z.infer<typeof RunSummarySchema>;
 

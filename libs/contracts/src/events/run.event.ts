@@ -33,6 +33,31 @@ export const RunControlSchema = z.object({
 });
 export type RunControl = z.infer<typeof RunControlSchema>;
 
+const count = z.number().int().nonnegative();
+
+export const AssertionTallySchema = z.object({ passed: count, failed: count });
+export type AssertionTally = z.infer<typeof AssertionTallySchema>;
+
+/** One step of a steps scenario over a shard (latencies in ms; sums so that shards add up). */
+export const StepTallySchema = z.object({
+  /** Runs that were sent (their dependencies passed). */
+  runs: count,
+  /** Of those, runs that failed (transport, status, or an assertion). */
+  failed: count,
+  /** Iterations that skipped the step because a dependency failed. */
+  skipped: count,
+  /** Runs slower than the step's `budgetMs` (its own SLA); 0 without a budget. */
+  slaMisses: count,
+  latencyMsSum: z.number().nonnegative(),
+  latencyMsMax: z.number().nonnegative(),
+  /** Runs that received a first message (gRPC message, WebSocket frame, HTTP headers), and their sum. */
+  firstMessages: count,
+  firstMessageMsSum: z.number().nonnegative(),
+  /** Messages received (gRPC stream messages, WebSocket frames; 1 per HTTP answer). */
+  messages: count,
+});
+export type StepTally = z.infer<typeof StepTallySchema>;
+
 export const ShardCountsSchema = z.object({
   sent: z.number().int().nonnegative(),
   completed: z.number().int().nonnegative(),
@@ -43,6 +68,13 @@ export const ShardCountsSchema = z.object({
   recordsPublished: z.number().int().nonnegative(),
   /** Histogram windows published on the window topic. */
   windowsPublished: z.number().int().nonnegative(),
+  /**
+   * Named assertions tallied over the shard (`step.assertion`, `workflow.*`, `tool.*`): how many
+   * times each passed and failed. Absent from generators made before, and before the shard ended.
+   */
+  assertions: z.record(z.string(), AssertionTallySchema).optional(),
+  /** Steps scenarios: each step's runs, failures, skips, SLA misses and latency over the shard. */
+  steps: z.record(z.string(), StepTallySchema).optional(),
 });
 export type ShardCounts = z.infer<typeof ShardCountsSchema>;
 

@@ -44,6 +44,8 @@ export interface DriverOutcome {
   logprobs?: TokenLogprob[];
   /** Named semantic assertions of HTTP steps: name -> passed. */
   assertions?: Record<string, boolean>;
+  /** Steps scenarios: each step of the iteration, run or skipped. */
+  steps?: Record<string, StepRun>;
   /**
    * Tool calls inside the request with the observed shape of each JSON answer (tool-chain tool
    * calls, HTTP steps on tools), at most MAX_TOOL_CALLS_PER_RECORD; for the schema-drift watch.
@@ -60,6 +62,20 @@ export interface DriverOutcome {
   serverRequestId?: string;
   /** True when the gate refused every path: nothing was sent. */
   gated?: boolean;
+}
+
+/** One step of a steps-scenario iteration. */
+export interface StepRun {
+  /** False: skipped (a dependency failed, or the iteration ended while it waited for a slot). */
+  ran: boolean;
+  ok: boolean;
+  /** ms from the step's send (after its slot) to its end. */
+  latencyMs: number;
+  /** ms from the step's send to its first message; null when none arrived. */
+  firstMessageMs: number | null;
+  messages: number;
+  /** Slower than the step's `budgetMs`: an SLA miss for the step. */
+  overBudget: boolean;
 }
 
 export interface RequestDriver {

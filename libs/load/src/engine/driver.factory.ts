@@ -1,7 +1,7 @@
 import { secretText, type CampaignSpec, type Scenario } from '@fathom/contracts';
 import { loadDataset, PromptSource, promptItemFromText, promptSourceFor } from '../dataset/prompt.source';
 import { EmbeddingsDriver } from '../driver/embeddings.driver';
-import { HttpDagDriver } from '../driver/http-dag.driver';
+import { StepDagDriver } from '../driver/steps/step-dag.driver';
 import { OpenAiChatDriver, type DriverOptions } from '../driver/openai-chat.driver';
 import { ToolChainDriver } from '../driver/tool-chain.driver';
 import { RagLayerDriver } from '../driver/rag-layer.driver';
@@ -56,7 +56,7 @@ export function createDriver(
     case 'embeddings':
       return new EmbeddingsDriver(scenario, target, options, source);
     case 'http':
-      return new HttpDagDriver(scenario, target, options);
+      return new StepDagDriver(scenario, target, options);
     case 'tool-chain':
       return new ToolChainDriver(scenario, target, options);
     case 'rag':

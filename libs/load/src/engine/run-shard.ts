@@ -8,6 +8,7 @@ import {
   type LoadSegment,
   type RequestRecord,
   type ShardCounts,
+  type StepTally,
 } from '@fathom/contracts';
 import { UseLiteEmbedder, type Embedder } from '@fathom/semantic';
 import * as hdr from 'hdr-histogram-js';
@@ -93,6 +94,8 @@ export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'win
   sinkErrors: number;
   /** Named assertions of HTTP steps over the shard. */
   assertions: Record<string, { passed: number; failed: number }>;
+  /** Steps scenarios: each step's runs, skips, failures, SLA misses and latency over the shard. */
+  steps: Record<string, StepTally>;
   /** Sweep: the measured synchronous and throughput rates (req/s of this shard) and the rates run. */
   sweep?: SweepResult;
   /** Why the load ended: duration, abort, or the campaign SLO failing under `slo.abortOnFail`. */
@@ -169,6 +172,7 @@ class ShardRun implements AdaptiveExecutorContext {
     windows: 0,
     sinkErrors: 0,
     assertions: {},
+    steps: {},
     endReason: 'duration',
   };
 
@@ -241,7 +245,13 @@ class ShardRun implements AdaptiveExecutorContext {
       this.source,
     );
     // Set-up outside every request's timing (e.g. a vector collection); a failure fails the shard.
-    await this.driver.prepare?.();
+    try {
+      await this.driver.prepare?.();
+    } catch (error) {
+      // What the driver opened before it failed (pools, channels) goes with it.
+      await this.driver.close().catch(() => undefined);
+      throw error;
+    }
 
     const onAbort = () => {
       this.counts.endReason = 'aborted';

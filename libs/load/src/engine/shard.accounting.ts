@@ -1,4 +1,4 @@
-import type { RequestRecord } from '@fathom/contracts';
+import type { RequestRecord, StepTally } from '@fathom/contracts';
 import type * as hdr from 'hdr-histogram-js';
 import type { PromptItem } from '../dataset/prompt-item';
 import type { DriverOutcome } from '../driver/request-outcome';
@@ -88,6 +88,24 @@ export class ShardAccounting {
         if (passed) tally.passed++;
         else tally.failed++;
       }
+    if (outcome.steps)
+      for (const [name, run] of Object.entries(outcome.steps)) {
+        const tally = (this.o.counts.steps[name] ??= emptyStepTally());
+        if (!run.ran) {
+          tally.skipped++;
+          continue;
+        }
+        tally.runs++;
+        if (!run.ok) tally.failed++;
+        if (run.overBudget) tally.slaMisses++;
+        tally.latencyMsSum += run.latencyMs;
+        tally.latencyMsMax = Math.max(tally.latencyMsMax, run.latencyMs);
+        if (run.firstMessageMs !== null) {
+          tally.firstMessages++;
+          tally.firstMessageMsSum += run.firstMessageMs;
+        }
+        tally.messages += run.messages;
+      }
     // The actual send is when the request reached the socket (drivers that can tell say so).
     const sentMono = startMono + (outcome.sendDelayMs ?? 0);
     const correctedE2eMs = sentMono + outcome.e2eMs - intendedMono;
@@ -149,4 +167,18 @@ export class ShardAccounting {
       }
     }
   }
+}
+
+function emptyStepTally(): StepTally {
+  return {
+    runs: 0,
+    failed: 0,
+    skipped: 0,
+    slaMisses: 0,
+    latencyMsSum: 0,
+    latencyMsMax: 0,
+    firstMessages: 0,
+    firstMessageMsSum: 0,
+    messages: 0,
+  };
 }

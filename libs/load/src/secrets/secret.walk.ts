@@ -15,6 +15,9 @@ const DATA_FIELDS = new Set([
   'requests',
   'dataset',
   'assertions',
+  // gRPC request messages and WebSocket frames of steps scenarios.
+  'request',
+  'send',
 ]);
 
 /**

@@ -105,6 +105,7 @@ export function declaredToolContracts(scenario: Scenario): Map<string, DeclaredT
     }
   if (scenario.type === 'http')
     for (const step of scenario.steps) {
+      if (step.kind === 'grpc' || step.kind === 'websocket') continue;
       const name = httpStepToolName(step);
       if (step.contract && !out.has(name)) out.set(name, new DeclaredToolContract(step.contract, step.path));
     }

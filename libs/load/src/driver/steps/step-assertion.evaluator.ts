@@ -1,9 +1,11 @@
 import type { StepAssertion } from '@fathom/contracts';
 
-/** What an assertion sees of one step's response. */
+/** What an assertion sees of one step's output (see StepAssertionSchema for each kind's status and body). */
 export interface StepResponse {
   status: number;
   latencyMs: number;
+  /** ms from the step's start to its first message; null when none arrived. */
+  firstMessageMs: number | null;
   body: string;
 }
 
@@ -29,6 +31,11 @@ export function compileAssertion(assertion: StepAssertion): CompiledAssertion {
       return { name: assertion.name, check: (r) => r.status === assertion.equals };
     case 'latency':
       return { name: assertion.name, check: (r) => r.latencyMs < assertion.belowMs };
+    case 'first-message':
+      return {
+        name: assertion.name,
+        check: (r) => r.firstMessageMs !== null && r.firstMessageMs < assertion.belowMs,
+      };
     case 'body-contains':
       return { name: assertion.name, check: (r) => r.body.includes(assertion.text) };
     case 'regex': {

@@ -1,9 +1,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CampaignSpecSchema } from '@fathom/contracts';
-import { runShard } from '../engine/run-shard';
+import { runShard } from '../../engine/run-shard';
 import { jsonPathValue } from './step-assertion.evaluator';
-import type { DriverOutcome } from './request-outcome';
+import type { DriverOutcome } from '../request-outcome';
 
 async function jsonServer() {
   const log: { path: string; at: number }[] = [];

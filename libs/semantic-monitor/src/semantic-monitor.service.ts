@@ -171,6 +171,8 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
     if (anomalies.length > 0) await this.bus.publishMany(Topics.semanticSignal, anomalies);
     let signals: SemanticSignal[] = [];
     const stats: TokenStatsEntry[] = [];
+    // A redelivered batch is judged and signalled again (downstream ids dedupe it), counted once.
+    const counted = run.ledger.admitBatch(batch.id);
     let toEmbed: RequestRecord[] = [];
     for (const record of records) {
       if (this.clock.due()) {
@@ -187,13 +189,14 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
         signals.push(...this.detectorSignals(batch, id, record, assessment));
         signals.push(...this.toolContracts.observe(batch, record));
         signals.push(...this.episodeSignals(batch, id, run, record, assessment));
-        run.ledger.add({
-          requestId: record.requestId,
-          latencySloMet:
-            assessment.latencySloMet ??
-            (record.errorClass === null && record.status >= 200 && record.status < 300),
-          semanticChecks: assessment.checks,
-        });
+        if (counted)
+          run.ledger.add({
+            requestId: record.requestId,
+            latencySloMet:
+              assessment.latencySloMet ??
+              (record.errorClass === null && record.status >= 200 && record.status < 300),
+            semanticChecks: assessment.checks,
+          });
         run.observeSpan(record);
         if (
           assessment.status === 'ok' ||

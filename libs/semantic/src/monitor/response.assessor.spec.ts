@@ -1,5 +1,5 @@
 import type { RequestRecord, TokenLogprob } from '@fathom/contracts';
-import { GoodputLedger } from '../goodput/goodput.ledger';
+import { GoodputLedger, LEDGER_REMEMBERED_BATCHES } from '../goodput/goodput.ledger';
 import { AdaptiveSampleRate } from './adaptive-sample-rate';
 import { scoreAgainstPlantedSpans } from './planted-span.scorer';
 import { ResponseAssessor, hasInvalidText } from './response.assessor';
@@ -113,12 +113,14 @@ describe(hasInvalidText.name, () => {
 });
 
 describe(GoodputLedger.name, () => {
-  it('counts semantic goodput beside goodput and ignores redelivered requests', () => {
+  it('counts semantic goodput beside goodput and ignores a redelivered batch', () => {
     const sut = new GoodputLedger();
+    expect(sut.admitBatch('b1')).toBe(true);
     sut.add({ requestId: 'a', latencySloMet: true, semanticChecks: { h: true } });
     sut.add({ requestId: 'b', latencySloMet: true, semanticChecks: { h: false } });
+    expect(sut.admitBatch('b2')).toBe(true);
     sut.add({ requestId: 'c', latencySloMet: false, semanticChecks: { h: true } });
-    expect(sut.add({ requestId: 'a', latencySloMet: true, semanticChecks: {} })).toBe(false);
+    expect(sut.admitBatch('b1')).toBe(false);
     expect(sut.report(2)).toMatchObject({
       requests: 3,
       goodRequests: 2,
@@ -126,6 +128,13 @@ describe(GoodputLedger.name, () => {
       checkFailures: { h: 1 },
       goodputPerSecond: 1,
     });
+  });
+
+  it('remembers a bounded number of batches, the newest', () => {
+    const sut = new GoodputLedger();
+    for (let i = 0; i <= LEDGER_REMEMBERED_BATCHES; i++) expect(sut.admitBatch(`b${i}`)).toBe(true);
+    expect(sut.admitBatch(`b${LEDGER_REMEMBERED_BATCHES}`)).toBe(false);
+    expect(sut.admitBatch('b0')).toBe(true); // the oldest was forgotten
   });
 });
 

@@ -8,7 +8,7 @@ import type {
 
 /**
  * Smallest difference worth reporting, per metric, so that equal floating-point figures never
- * count as a difference: 1 ms of latency, 0.01 of similarity or risk share, 1 point of errors.
+ * count as a difference: 1 ms of latency, 0.01 of similarity or risk share, 1 point of a rate.
  */
 export const MIN_RESOLUTION: Record<ShadowMetric, number> = {
   e2eMs: 1,
@@ -16,6 +16,10 @@ export const MIN_RESOLUTION: Record<ShadowMetric, number> = {
   dissimilarity: 0.01,
   hallucinationRisk: 0.01,
   errorRate: 0.01,
+  toolCalls: 0.01,
+  toolArguments: 0.01,
+  schemaViolations: 0.01,
+  refusals: 0.01,
 };
 
 /** Groups with fewer samples are listed but never report a difference. */
@@ -47,6 +51,30 @@ function compare(
   };
 }
 
+/**
+ * A rate metric: the secondary's rate (against the primary) is the noise floor, as a single
+ * figure; the candidate's beyond it by the metric's resolution counts.
+ */
+function compareRate(
+  metric: ShadowMetric,
+  noise: number,
+  candidate: number,
+  samples: number,
+  enough: boolean,
+): MetricComparison {
+  const noiseFloor = Math.abs(noise);
+  return {
+    metric,
+    noiseFloor,
+    candidateDifference: candidate,
+    samples,
+    beyondNoise: enough && candidate > noiseFloor + MIN_RESOLUTION[metric],
+  };
+}
+
+const callNames = (o: TargetObservation) => (o.toolCalls ?? []).map((c) => c.name).join('\u0000');
+const callArgs = (o: TargetObservation) => (o.toolCalls ?? []).map((c) => c.arguments).join('\u0000');
+
 export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGroupReport[] {
   const groups = new Map<string, ShadowSample[]>();
   for (const s of samples) {
@@ -74,6 +102,56 @@ export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGr
     );
     const errors = (pick: (s: ShadowSample) => TargetObservation) =>
       group.filter((s) => !pick(s).ok).length / group.length;
+    // Rates over the samples where all three answered (and, for schema, all three were checkable).
+    const rate = (items: readonly ShadowSample[], hit: (s: ShadowSample) => boolean) =>
+      items.length === 0 ? 0 : items.filter(hit).length / items.length;
+    const withCalls = ok.filter((s) => s.primary.toolCalls && s.secondary.toolCalls && s.candidate.toolCalls);
+    const callsDiffer = (pick: (s: ShadowSample) => TargetObservation) => (s: ShadowSample) =>
+      callNames(pick(s)) !== callNames(s.primary);
+    const argsDiffer = (pick: (s: ShadowSample) => TargetObservation) => (s: ShadowSample) =>
+      callNames(pick(s)) === callNames(s.primary) && callArgs(pick(s)) !== callArgs(s.primary);
+    const checkable = ok.filter(
+      (s) =>
+        typeof s.primary.schemaValid === 'boolean' &&
+        typeof s.secondary.schemaValid === 'boolean' &&
+        typeof s.candidate.schemaValid === 'boolean',
+    );
+    const invalid = (pick: (s: ShadowSample) => TargetObservation) => (s: ShadowSample) =>
+      pick(s).schemaValid === false;
+    const judged = ok.filter(
+      (s) =>
+        s.primary.refused !== undefined &&
+        s.secondary.refused !== undefined &&
+        s.candidate.refused !== undefined,
+    );
+    const refused = (pick: (s: ShadowSample) => TargetObservation) => (s: ShadowSample) =>
+      pick(s).refused === true;
+    const rateOver = (
+      metric: ShadowMetric,
+      items: readonly ShadowSample[],
+      hit: (pick: (s: ShadowSample) => TargetObservation) => (s: ShadowSample) => boolean,
+      againstPrimary: boolean,
+    ) => {
+      const base = againstPrimary
+        ? 0
+        : rate(
+            items,
+            hit((s) => s.primary),
+          );
+      return compareRate(
+        metric,
+        rate(
+          items,
+          hit((s) => s.secondary),
+        ) - base,
+        rate(
+          items,
+          hit((s) => s.candidate),
+        ) - base,
+        items.length,
+        enough && items.length >= MIN_SAMPLES_PER_GROUP,
+      );
+    };
     const metrics: MetricComparison[] = [
       compare('e2eMs', ...pairs((o) => o.e2eMs), enough),
       compare('ttftMs', ...pairs((o) => o.ttftMs), enough),
@@ -90,6 +168,10 @@ export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGr
         [errors((s) => s.candidate) - errors((s) => s.primary)],
         enough,
       ),
+      rateOver('toolCalls', withCalls, callsDiffer, true),
+      rateOver('toolArguments', withCalls, argsDiffer, true),
+      rateOver('schemaViolations', checkable, invalid, false),
+      rateOver('refusals', judged, refused, false),
     ];
     return {
       endpoint: group[0].endpoint,

@@ -170,7 +170,9 @@ function driftArguments(
     return out;
   }
   const required = (parameters as { required?: unknown } | null)?.required;
-  const names = Array.isArray(required) ? required.filter((n): n is string => typeof n === 'string' && n in out) : [];
+  const names = Array.isArray(required)
+    ? required.filter((n): n is string => typeof n === 'string' && n in out)
+    : [];
   const name = names[0] ?? Object.keys(out)[0];
   if (name === undefined) {
     out['unexpected_argument'] = 'drifted';
@@ -193,7 +195,11 @@ export function planOutput(options: OutputOptions): OutputPlan {
   let texts: string[];
   if (options.tool) {
     const args = JSON.stringify(
-      driftArguments(argumentsFor(options.tool.parameters, rng), options.tool.parameters, options.argumentDrift),
+      driftArguments(
+        argumentsFor(options.tool.parameters, rng),
+        options.tool.parameters,
+        options.argumentDrift,
+      ),
     );
     toolCall = {
       id: `call_${key.toString(36)}${rng.int(1e9).toString(36)}`,

@@ -52,7 +52,8 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       sim([{ kind: 'tool_call_drift', mode: 'type_change' }]),
     ]);
     sut = await startEmbedded({ dataDir: null, logLevels: false });
-  });
+    // Starting five services and PGlite takes seconds alone, a minute on a loaded machine.
+  }, 120_000);
 
   afterAll(async () => {
     await sut?.close();
@@ -191,6 +192,19 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       const recovered = (await live(regressed))!;
       expect(recovered.analyzerBreaker!.changes.map((c) => c.to)).toEqual(['open', 'half-open', 'closed']);
       expect(recovered.tier).toBe('ok');
+
+      // The same over time as one page: the regression, its noise floor and the breaker.
+      const page = await fetch(`${sut.url}/v1/shadow-campaigns/${regressed}/report?format=html`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      const html = await page.text();
+      const risk = /<figure class="chart-box" data-metric="hallucinationRisk">([\s\S]*?)<\/figure>/.exec(
+        html,
+      )![1];
+      expect(risk).toMatch(/[1-9]\d*\/\d+ windows beyond the noise/);
+      expect(risk).toContain('<circle class="beyond"');
+      expect(html).toMatch(/<td>closed<\/td><td>open<\/td><td>shadow-regression: /);
+      expect((await fetch(`${sut.url}/v1/shadow-campaigns/${regressed}/report?format=pdf`)).status).toBe(400);
     } finally {
       await Promise.all(gateways.map((g) => g.close()));
       await Promise.all(

@@ -1,3 +1,7 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
@@ -9,6 +13,8 @@ import type { StoredShadowCampaign } from '@fathom/storage';
 // Model ms -> wall ms: a 32-token answer in about 50 ms wall.
 const TIME_SCALE = 0.1;
 const WINDOW_MS = 2000;
+
+const BIN = join(__dirname, '..', '..', '..', 'bin', 'fathom.js');
 
 const TOOLS: ChatCompletionCreateParamsNonStreaming['tools'] = [
   {
@@ -177,8 +183,8 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       });
       const cleanStatus = (await live(cleanId))!;
       expect(cleanStatus.replayed).toBeGreaterThan(0);
-      expect(cleanStatus.tier).toBe('ok');
       expect([...metricsOf(cleanStatus)]).toEqual([]);
+      expect(cleanStatus.tier).toBe('ok');
       expect(cleanStatus.analyzerBreaker).toEqual({ state: 'closed', changes: [] });
 
       // The candidate recovers: clean windows probe the half-open breaker and close it.
@@ -205,6 +211,23 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       expect(risk).toContain('<circle class="beyond"');
       expect(html).toMatch(/<td>closed<\/td><td>open<\/td><td>shadow-regression: /);
       expect((await fetch(`${sut.url}/v1/shadow-campaigns/${regressed}/report?format=pdf`)).status).toBe(400);
+      // And through the CLI (the built bin/fathom.js, `npm run build`).
+      const dir = await mkdtemp(join(tmpdir(), 'fathom-shadow-report-'));
+      try {
+        const out = join(dir, 'shadow.html');
+        const cli = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+          execFile(
+            process.execPath,
+            [BIN, 'report', regressed, '--shadow', '--api', sut.url, '--out', `html=${out}`],
+            { timeout: 60_000 },
+            (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+          ),
+        );
+        expect(cli).toMatchObject({ code: 0, stdout: `wrote ${out}\n` });
+        expect(await readFile(out, 'utf8')).toContain('data-metric="hallucinationRisk"');
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     } finally {
       await Promise.all(gateways.map((g) => g.close()));
       await Promise.all(
@@ -237,8 +260,8 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       expect(named).not.toContain('toolCalls');
       const cleanStatus = (await live(cleanId))!;
       expect(cleanStatus.replayed).toBeGreaterThan(0);
-      expect(cleanStatus.tier).toBe('ok');
       expect([...metricsOf(cleanStatus)]).toEqual([]);
+      expect(cleanStatus.tier).toBe('ok');
     } finally {
       await Promise.all(gateways.map((g) => g.close()));
       await Promise.all(

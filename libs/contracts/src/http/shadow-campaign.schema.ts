@@ -206,7 +206,10 @@ export interface MetricComparison {
   /** Median of candidate - primary (dissimilarity: median of 1 - cos(primary, candidate)). */
   readonly candidateDifference: number;
   readonly samples: number;
-  /** candidateDifference > noiseFloor + the metric's minimum resolution. */
+  /**
+   * candidateDifference > noiseFloor + the metric's minimum resolution (latencies: or a fifth
+   * of the primary's median, whichever is larger).
+   */
   readonly beyondNoise: boolean;
 }
 

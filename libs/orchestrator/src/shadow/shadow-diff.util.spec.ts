@@ -78,3 +78,31 @@ describe('compareShadowSamples: tool calls, schema and refusals', () => {
     expect(metrics.find((m) => m.metric === 'refusals')).toMatchObject({ samples: 0, beyondNoise: false });
   });
 });
+
+describe('compareShadowSamples: latency', () => {
+  const timed = (primary: number[], secondary: number[], candidate: number[]): ShadowSample[] =>
+    primary.map((p, i) => ({
+      endpoint: '/v1/chat/completions',
+      intent: 'chat',
+      primary: { ...base, e2eMs: p },
+      secondary: { ...base, e2eMs: secondary[i] },
+      candidate: { ...base, e2eMs: candidate[i] },
+      similarityPrimarySecondary: null,
+      similarityPrimaryCandidate: null,
+    }));
+  const e2e = (s: ShadowSample[]) => compareShadowSamples(s)[0].metrics.find((m) => m.metric === 'e2eMs')!;
+
+  it('names a candidate slower beyond the noise floor and a fifth of the primary', () => {
+    const p = [100, 100, 100, 100, 100];
+    expect(e2e(timed(p, [102, 98, 101, 99, 103], [190, 185, 200, 195, 188]))).toMatchObject({
+      noiseFloor: expect.closeTo(2.8, 5),
+      candidateDifference: 90,
+      beyondNoise: true,
+    });
+  });
+
+  it('does not name a difference beyond the noise floor but under a fifth of the primary', () => {
+    const p = [100, 100, 100, 100, 100];
+    expect(e2e(timed(p, [102, 98, 101, 99, 103], [115, 112, 118, 114, 116])).beyondNoise).toBe(false);
+  });
+});

@@ -34,20 +34,29 @@ export function quantile(values: readonly number[], q: number): number {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
 }
 
+/**
+ * Latency differences must also exceed this share of the primary's median (Diffy's relative
+ * threshold beside its absolute one): a few samples of a loaded host differ by more than their
+ * noise floor's P95 now and then, a regression worth naming does not hide under a fifth.
+ */
+export const RELATIVE_LATENCY_THRESHOLD = 0.2;
+
 function compare(
   metric: ShadowMetric,
   noise: readonly number[],
   candidate: readonly number[],
   enough: boolean,
+  primaryMedian = 0,
 ): MetricComparison {
   const noiseFloor = quantile(noise.map(Math.abs), 0.95);
   const candidateDifference = quantile(candidate, 0.5);
+  const margin = Math.max(MIN_RESOLUTION[metric], RELATIVE_LATENCY_THRESHOLD * primaryMedian);
   return {
     metric,
     noiseFloor,
     candidateDifference,
     samples: candidate.length,
-    beyondNoise: enough && candidate.length > 0 && candidateDifference > noiseFloor + MIN_RESOLUTION[metric],
+    beyondNoise: enough && candidate.length > 0 && candidateDifference > noiseFloor + margin,
   };
 }
 
@@ -87,6 +96,7 @@ export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGr
     const pairs = (pick: (o: TargetObservation) => number | null) => {
       const noise: number[] = [];
       const cand: number[] = [];
+      const base: number[] = [];
       for (const s of ok) {
         const p = pick(s.primary);
         const sec = pick(s.secondary);
@@ -94,8 +104,17 @@ export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGr
         if (p === null || sec === null || c === null) continue;
         noise.push(sec - p);
         cand.push(c - p);
+        base.push(p);
       }
+      return [noise, cand, base] as const;
+    };
+    const pairsOf = (pick: (o: TargetObservation) => number | null) => {
+      const [noise, cand] = pairs(pick);
       return [noise, cand] as const;
+    };
+    const latency = (metric: 'e2eMs' | 'ttftMs', pick: (o: TargetObservation) => number | null) => {
+      const [noise, cand, base] = pairs(pick);
+      return compare(metric, noise, cand, enough, quantile(base, 0.5));
     };
     const sims = ok.filter(
       (s) => s.similarityPrimarySecondary !== null && s.similarityPrimaryCandidate !== null,
@@ -153,15 +172,15 @@ export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGr
       );
     };
     const metrics: MetricComparison[] = [
-      compare('e2eMs', ...pairs((o) => o.e2eMs), enough),
-      compare('ttftMs', ...pairs((o) => o.ttftMs), enough),
+      latency('e2eMs', (o) => o.e2eMs),
+      latency('ttftMs', (o) => o.ttftMs),
       compare(
         'dissimilarity',
         sims.map((s) => 1 - (s.similarityPrimarySecondary as number)),
         sims.map((s) => 1 - (s.similarityPrimaryCandidate as number)),
         enough,
       ),
-      compare('hallucinationRisk', ...pairs((o) => o.hallucinationRisk), enough),
+      compare('hallucinationRisk', ...pairsOf((o) => o.hallucinationRisk), enough),
       compare(
         'errorRate',
         [errors((s) => s.secondary) - errors((s) => s.primary)],

@@ -30,6 +30,8 @@ const SERIAL = [
   'test/integration/orchestrator/shadow.int-spec.ts',
   // Judges latency differences per 2 s window and a 1 s kill switch.
   'test/integration/orchestrator/shadow-live.int-spec.ts',
+  // Judges 1 s shadow windows and the analyzer's breaker open time.
+  'test/integration/orchestrator/shadow-signals.int-spec.ts',
   'libs/load/src/engine/run-shard.sim.int-spec.ts',
   'libs/load/src/driver/rag-retrieve-budget.int-spec.ts',
   'libs/gpu/src/scrape/sim-knee.int-spec.ts',

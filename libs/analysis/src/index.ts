@@ -17,6 +17,7 @@ export * from './report/run-series';
 export * from './report/spec-redaction.util';
 export * from './report/report-html.render';
 export * from './report/report-assets';
+export * from './report/shadow-report-html.render';
 export * from './report/report-exports';
 export * from './report/run-compare';
 export * from './progress/run-progress';

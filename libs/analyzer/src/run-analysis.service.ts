@@ -15,6 +15,7 @@ import {
   type RunLifecycle,
   type RunShardCommand,
   type SemanticSignal,
+  type DetectorSignal,
   type SloTierChange,
   type TelemetryWindow,
   Detectors,
@@ -113,6 +114,8 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RunAnalysisService.name);
   private readonly subscriptions: Subscription[] = [];
   private readonly states = new Map<string, RunState>();
+  /** The candidate breakers of live shadow campaigns, by the signals' run id. */
+  private readonly shadowBreakers = new Map<string, BreakerBoard>();
   private readonly causeOptions: RootCauseOptions = DEFAULT_ROOT_CAUSE_OPTIONS;
   private readonly store: RunEventStore;
   private readonly finalizer: RunReportFinalizer;
@@ -308,6 +311,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       signal,
     );
     if (signal.kind !== 'detector') return;
+    if (signal.detector === Detectors.shadowRegression) return this.onShadowSignal(signal);
     const state = await this.state(signal.runId, signal.campaignId);
     state.timeline.addDetector(signal);
     this.scheduleEvaluation(signal.runId, state);
@@ -320,6 +324,30 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         state.breakers.trip(key, signal.emittedAt, `${signal.detector}: ${signal.message}`, signal.figures),
       );
     }
+  }
+
+  /**
+   * A live shadow campaign's window verdict, on the candidate's breaker (layer `llm`): a
+   * sustained regression (`critical`) opens it; after the breaker's open time, each clean window
+   * (`info`) is a passing half-open probe and a regressed one (`warning`) a failing one, so
+   * `halfOpenProbes` clean windows in a row close it. No run, tier or root cause: a shadow
+   * campaign is judged by its own windows.
+   */
+  private async onShadowSignal(signal: DetectorSignal): Promise<void> {
+    const target = signal.labels?.['target'];
+    if (!target || !URL.canParse(target)) {
+      this.logger.warn(`shadow signal ${signal.id} names no candidate (labels.target): ignored`);
+      return;
+    }
+    let board = this.shadowBreakers.get(signal.runId);
+    if (!board) this.shadowBreakers.set(signal.runId, (board = new BreakerBoard()));
+    const key = { target, layer: 'llm', node: new URL(target).host };
+    const at = signal.emittedAt;
+    const transitions =
+      signal.severity === 'critical'
+        ? board.trip(key, at, `${signal.detector}: ${signal.message}`, signal.figures)
+        : board.observe(key, at, signal.severity === 'info', 0);
+    await this.publishBreakers(signal.runId, { campaignId: signal.campaignId }, transitions);
   }
 
   private async onGpu(scrape: GpuTelemetry): Promise<void> {
@@ -404,7 +432,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
 
   private async publishBreakers(
     runId: string,
-    state: RunState,
+    state: Pick<RunState, 'campaignId'>,
     transitions: BreakerTransition[],
   ): Promise<void> {
     for (const t of transitions) {

@@ -49,7 +49,22 @@ export const Detectors = {
    * (rule or model), `fragment` (response or error), `rule`, `excerpt`.
    */
   semanticAnomaly: 'semantic-anomaly',
+  /**
+   * orchestrator, a live shadow campaign: one signal per window with samples. `critical` once
+   * the candidate regressed beyond the primary/secondary noise floor in `onRegression.windows`
+   * windows in a row (the analyzer opens the candidate's breaker), `warning` for a regressed
+   * window before that, `info` for a clean one (a passing probe of a half-open breaker). Run id
+   * `shadowRunId(campaign)`; labels `target` (the candidate's base URL) and `metrics` (those
+   * beyond the noise, comma separated); figures per metric `<metric>.difference` and
+   * `<metric>.noise` (the largest over the window's groups), `samples`, `regressedInARow`.
+   */
+  shadowRegression: 'shadow-regression',
   /** semantic-monitor: a declared tool contract could not be used. */
   toolContractUnusable: 'tool-contract-unusable',
 } as const;
 export type DetectorName = (typeof Detectors)[keyof typeof Detectors];
+
+/** The run id under which a shadow campaign's signals and breaker changes travel (it is no run). */
+export function shadowRunId(shadowCampaignId: string): string {
+  return `shadow:${shadowCampaignId}`;
+}

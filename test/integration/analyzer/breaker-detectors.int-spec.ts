@@ -8,6 +8,7 @@ import {
   Detectors,
   Topics,
   envelope,
+  shadowRunId,
   type BreakerChange,
   type CampaignSpecInput,
   type DetectorSignal,
@@ -226,5 +227,52 @@ describe('breakers opened by detectors', () => {
         description: 'the DRAM episode to clear',
       },
     );
+  });
+  it("shadow-regression (orchestrator) opens a shadow candidate's LLM breaker; a regressed probe reopens it, clean windows close it", async () => {
+    const shadowId = randomUUID();
+    const runId = shadowRunId(shadowId);
+    const target = 'http://10.0.0.7:8000/v1';
+    const window = (
+      at: number,
+      severity: DetectorSignal['severity'],
+      labels: Record<string, string> = { target },
+    ) =>
+      bus.publish(Topics.semanticSignal, {
+        ...envelope(shadowId, runId, at),
+        kind: 'detector',
+        detector: Detectors.shadowRegression,
+        requestId: null,
+        severity,
+        message: severity === 'info' ? 'within the noise floor' : 'hallucinationRisk +0.2 (noise 0)',
+        figures: { samples: 8 },
+        labels: { ...labels, metrics: severity === 'info' ? '' : 'hallucinationRisk' },
+      });
+    const t0 = Date.now();
+    // Without a candidate named: ignored. A first regressed window (not sustained yet): no breaker.
+    await window(t0 - 1000, 'critical', {});
+    await window(t0, 'warning');
+    await window(t0 + 1000, 'critical');
+    // Clean windows while it is open change nothing; after the 5 s a regressed window reopens it.
+    await window(t0 + 2000, 'info');
+    await window(t0 + 7000, 'warning');
+    for (const dt of [13_000, 14_000, 15_000]) await window(t0 + dt, 'info');
+    await waitFor(() => breakers.find((b) => b.runId === runId && b.to === 'closed'), {
+      timeoutMs: 20_000,
+      description: `the shadow candidate's breaker to close: ${JSON.stringify(transitionsOf(runId))}`,
+    });
+    expect(transitionsOf(runId)).toEqual([
+      'llm:closed->open',
+      'llm:open->half-open',
+      'llm:half-open->open',
+      'llm:open->half-open',
+      'llm:half-open->closed',
+    ]);
+    const opened = breakers.find((b) => b.runId === runId)!;
+    expect(opened).toMatchObject({
+      campaignId: shadowId,
+      emittedAt: t0 + 1000,
+      breaker: { target, layer: 'llm', node: '10.0.0.7:8000' },
+    });
+    expect(opened.reason).toMatch(/^shadow-regression: hallucinationRisk/);
   });
 });

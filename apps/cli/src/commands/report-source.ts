@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { request } from 'undici';
-import type { RunReportDocument } from '@fathom/analysis';
-import { openDatabase, RunReportRepository } from '@fathom/storage';
+import { renderShadowReportHtml, type RunReportDocument } from '@fathom/analysis';
+import { openDatabase, RunReportRepository, ShadowRepository } from '@fathom/storage';
 import { CliExit } from '../cli-exit';
 
 export interface ReportSourceOptions {
@@ -109,6 +109,72 @@ async function fromDataDir(runId: string, dataDir: string): Promise<RunReportDoc
     // A database that cannot be read (another version's schema, a damaged file) names itself.
     if (error instanceof CliExit) throw error;
     throw new CliExit(2, `run ${runId}: no report in ${dataDir} (${(error as Error).message})`);
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * A shadow campaign's report as one HTML page: through `--api URL`
+ * (GET /v1/shadow-campaigns/:id/report?format=html) or rendered from `--data-dir DIR`.
+ */
+export async function loadShadowReportHtml(id: string, options: ReportSourceOptions): Promise<string> {
+  if (options.api) {
+    const base = options.api.replace(/\/+$/, '');
+    const headers: Record<string, string> = {};
+    const bearer = options.token ?? process.env.FATHOM_API_TOKEN;
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
+    let res;
+    try {
+      res = await request(`${base}/v1/shadow-campaigns/${encodeURIComponent(id)}/report?format=html`, {
+        headers,
+      });
+    } catch (error) {
+      throw new CliExit(2, `cannot reach ${base}: ${(error as Error).message}`);
+    }
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      throw new CliExit(
+        2,
+        res.statusCode === 404
+          ? `shadow campaign ${id}: not at ${base}`
+          : `shadow campaign ${id}: ${base} answered ${res.statusCode}`,
+      );
+    }
+    return res.body.text();
+  }
+  if (!options.dataDir)
+    throw new CliExit(2, `--shadow ${id}: say where it is with --api URL or --data-dir DIR`);
+  if (
+    !(await stat(options.dataDir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ))
+  )
+    throw new CliExit(2, `--data-dir ${options.dataDir}: no such folder`);
+  let db;
+  try {
+    db = await openDatabase({ kind: 'pglite', dataDir: options.dataDir });
+  } catch (error) {
+    throw new CliExit(2, `cannot open the database in ${options.dataDir}: ${(error as Error).message}`);
+  }
+  try {
+    const campaign = await new ShadowRepository(db).get(id);
+    if (!campaign) throw new CliExit(2, `shadow campaign ${id}: not in ${options.dataDir}`);
+    return renderShadowReportHtml({
+      ...campaign,
+      targets: {
+        primary: campaign.config.primary.baseUrl,
+        secondary: campaign.config.secondary.baseUrl,
+        candidate: campaign.config.candidate.baseUrl,
+      },
+    });
+  } catch (error) {
+    if (error instanceof CliExit) throw error;
+    throw new CliExit(
+      2,
+      `shadow campaign ${id}: not readable in ${options.dataDir} (${(error as Error).message})`,
+    );
   } finally {
     await db.close();
   }

@@ -62,7 +62,7 @@ export function renderReportHtml(doc: RunReportDocument, assets: ReportAssets): 
 <meta name="generator" content="fathom report (schema ${doc.schemaVersion})">
 <title>${esc(title)}</title>
 <style>${assets.uplotCss}</style>
-<style>${PAGE_CSS}</style>
+<style>${REPORT_PAGE_CSS}</style>
 </head>
 <body>
 <header><h1>${esc(title)}</h1><p class="muted">campaign ${esc(doc.campaignId)} &middot; ${esc(iso(start))} to ${esc(iso(end))} (${fmtSeconds((end - start) / 1000)})</p></header>
@@ -611,7 +611,7 @@ function iso(ms: number): string {
   return Number.isFinite(ms) && ms > 0 ? new Date(ms).toISOString() : 'n/a';
 }
 
-const PAGE_CSS = `
+export const REPORT_PAGE_CSS = `
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
 header{padding:16px 24px;background:#263238;color:#fff}header h1{margin:0;font-size:20px}header .muted{color:#cfd8dc}
 main{padding:8px 24px 40px;max-width:1400px;margin:0 auto}

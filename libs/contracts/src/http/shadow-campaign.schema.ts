@@ -155,6 +155,19 @@ export interface TargetObservation {
   readonly ttftMs: number | null;
   /** Share of response tokens inside hallucination-risk segments (entropy from logprobs), 0..1. */
   readonly hallucinationRisk: number | null;
+  /**
+   * The tool calls of the answer, in order: name and arguments as canonical JSON (keys sorted),
+   * or the raw text when the arguments are not JSON. Absent on samples stored before it existed.
+   */
+  readonly toolCalls?: ReadonlyArray<{ readonly name: string; readonly arguments: string }>;
+  /** The answer is a refusal (the API's `refusal` field, or a declining opening). */
+  readonly refused?: boolean;
+  /**
+   * The answer conforms to what the request declared: JSON for `response_format` json_object,
+   * its schema for json_schema, each tool call's arguments to that tool's `parameters`. null when
+   * the request declared nothing to check.
+   */
+  readonly schemaValid?: boolean | null;
 }
 
 export interface ShadowSample {
@@ -168,7 +181,23 @@ export interface ShadowSample {
   readonly similarityPrimaryCandidate: number | null;
 }
 
-export type ShadowMetric = 'e2eMs' | 'ttftMs' | 'dissimilarity' | 'hallucinationRisk' | 'errorRate';
+/**
+ * Latencies and hallucination risk compare per sample (median candidate - primary against P95
+ * |secondary - primary|); the others are rates over the window's samples:
+ * `toolCalls` answers whose tool-call names or count differ from the primary's, `toolArguments`
+ * answers with the same calls but arguments not JSON-equal, `schemaViolations` and `refusals`
+ * the rate minus the primary's.
+ */
+export type ShadowMetric =
+  | 'e2eMs'
+  | 'ttftMs'
+  | 'dissimilarity'
+  | 'hallucinationRisk'
+  | 'errorRate'
+  | 'toolCalls'
+  | 'toolArguments'
+  | 'schemaViolations'
+  | 'refusals';
 
 export interface MetricComparison {
   readonly metric: ShadowMetric;
@@ -177,7 +206,10 @@ export interface MetricComparison {
   /** Median of candidate - primary (dissimilarity: median of 1 - cos(primary, candidate)). */
   readonly candidateDifference: number;
   readonly samples: number;
-  /** candidateDifference > noiseFloor + the metric's minimum resolution. */
+  /**
+   * candidateDifference > noiseFloor + the metric's minimum resolution (latencies: or a fifth
+   * of the primary's median, whichever is larger).
+   */
   readonly beyondNoise: boolean;
 }
 
@@ -215,6 +247,20 @@ export interface ShadowLiveStatus {
   };
   /** The candidate's breaker: open after consecutive failures, shed for a cool-down, then half-open. */
   readonly candidateBreaker: 'closed' | 'open' | 'half-open';
+  /**
+   * The analyzer's breaker on the candidate, opened by this campaign's `shadow-regression`
+   * signals (a sustained regression) and closed after clean windows as half-open probes: its
+   * state and its last 50 changes, oldest first. Absent on campaigns stored before it existed.
+   */
+  readonly analyzerBreaker?: {
+    readonly state: 'closed' | 'open' | 'half-open';
+    readonly changes: ReadonlyArray<{
+      readonly at: number;
+      readonly from: 'closed' | 'open' | 'half-open';
+      readonly to: 'closed' | 'open' | 'half-open';
+      readonly reason: string;
+    }>;
+  };
   /** `regressed` once `onRegression.windows` windows in a row regressed; `ok` again after a clean one. */
   readonly tier: 'ok' | 'regressed';
   /** Runs of `onRegression.campaignId` a regression started (or joined, when one was open). */

@@ -1,15 +1,20 @@
 import { createHash } from 'node:crypto';
 import type { Bus, Subscription } from '@fathom/bus';
 import {
+  Detectors,
   Topics,
   consumerGroup,
+  envelope,
+  shadowRunId,
+  type BreakerChange,
+  type DetectorSignal,
   type ShadowCampaignInput,
   type ShadowLiveStatus,
   type ShadowRequest,
   type ShadowSample,
   type ShadowWindowReport,
 } from '@fathom/contracts';
-import { compareShadowSamples } from './shadow-diff.util';
+import { MIN_SAMPLES_PER_GROUP, compareShadowSamples } from './shadow-diff.util';
 
 type LiveSource = Extract<ShadowCampaignInput['source'], { type: 'live' }>;
 
@@ -53,6 +58,7 @@ const PRUNE_EVERY = 100;
  */
 export class ShadowLiveRunner {
   private subscription: Subscription | null = null;
+  private breakerSubscription: Subscription | null = null;
   private readonly abort = new AbortController();
   private readonly inFlight = new Set<Promise<void>>();
   private tokens: number;
@@ -73,6 +79,7 @@ export class ShadowLiveRunner {
     replayed: number;
     shed: { sampled: number; rate: number; concurrency: number; breaker: number };
     tier: 'ok' | 'regressed';
+    analyzerBreaker: NonNullable<ShadowLiveStatus['analyzerBreaker']>;
     linkedRuns: string[];
     windows: ShadowWindowReport[];
     hours: ShadowWindowReport[];
@@ -81,6 +88,7 @@ export class ShadowLiveRunner {
     replayed: 0,
     shed: { sampled: 0, rate: 0, concurrency: 0, breaker: 0 },
     tier: 'ok',
+    analyzerBreaker: { state: 'closed', changes: [] },
     linkedRuns: [],
     windows: [],
     hours: [],
@@ -107,6 +115,12 @@ export class ShadowLiveRunner {
       { group: consumerGroup('orchestrator', Topics.shadowRequest, this.id) },
       (request) => this.offer(request),
     );
+    // The analyzer's verdict on this campaign's signals, for the report.
+    this.breakerSubscription = await this.deps.bus.subscribe(
+      Topics.breaker,
+      { group: consumerGroup('orchestrator', Topics.breaker, `shadow-${this.id}`) },
+      (change) => this.onBreaker(change),
+    );
     this.windowTimer = setInterval(() => void this.closeWindow(), this.config.source.windowMs);
     this.windowTimer.unref();
   }
@@ -118,6 +132,7 @@ export class ShadowLiveRunner {
     this.abort.abort(new Error('shadow campaign stopped'));
     if (this.windowTimer) clearInterval(this.windowTimer);
     await this.subscription?.close();
+    await this.breakerSubscription?.close();
     await Promise.allSettled(this.inFlight);
     await this.closeWindow();
   }
@@ -127,9 +142,19 @@ export class ShadowLiveRunner {
       ...this.status,
       shed: { ...this.status.shed },
       linkedRuns: [...this.status.linkedRuns],
+      analyzerBreaker: { ...this.status.analyzerBreaker, changes: [...this.status.analyzerBreaker.changes] },
       windows: [...this.status.windows],
       hours: [...this.status.hours],
       candidateBreaker: this.breakerState(),
+    };
+  }
+
+  private onBreaker(change: BreakerChange): void {
+    if (change.runId !== shadowRunId(this.id)) return;
+    const { emittedAt: at, from, to, reason } = change;
+    this.status.analyzerBreaker = {
+      state: to,
+      changes: [...this.status.analyzerBreaker.changes, { at, from, to, reason }].slice(-50),
     };
   }
 
@@ -215,8 +240,27 @@ export class ShadowLiveRunner {
       this.hourSeen = 0;
       this.hourStartedAt = now;
     }
-    if (report.samples > 0) await this.judge(report);
+    // A window without a group of enough samples is no evidence either way: it neither
+    // regresses, nor clears the tier, nor probes the analyzer's breaker.
+    if (report.groups.some((g) => g.samples >= MIN_SAMPLES_PER_GROUP)) {
+      await this.judge(report);
+      await this.signal(report);
+    }
     await this.deps.publish(this.snapshot(), this.stored);
+  }
+
+  /** Publishes the window's verdict to the analyzer; a bus that refuses it costs the signal, not the campaign. */
+  private async signal(report: ShadowWindowReport): Promise<void> {
+    const signal = shadowSignal(
+      this.id,
+      this.config.candidate.baseUrl,
+      report,
+      this.regressedInARow,
+      this.config.onRegression.windows,
+    );
+    await this.deps.bus
+      .publish(Topics.semanticSignal, signal)
+      .catch((error: Error) => this.deps.log(`shadow ${this.id}: signal not published: ${error.message}`));
   }
 
   /** A sustained regression (`onRegression.windows` in a row) changes the tier and may start the linked campaign. */
@@ -242,6 +286,47 @@ export class ShadowLiveRunner {
     const runId = await this.deps.startLinked(reason);
     if (runId) this.status.linkedRuns = [...this.status.linkedRuns, runId].slice(-100);
   }
+}
+
+/**
+ * The window's `shadow-regression` signal for the analyzer: per metric, the largest candidate
+ * difference and noise floor over the window's groups.
+ */
+export function shadowSignal(
+  id: string,
+  candidateUrl: string,
+  report: ShadowWindowReport,
+  regressedInARow: number,
+  sustainedAfter: number,
+): DetectorSignal {
+  const figures: Record<string, number> = { samples: report.samples, regressedInARow };
+  const beyond = new Set<string>();
+  for (const g of report.groups)
+    for (const m of g.metrics) {
+      figures[`${m.metric}.difference`] = Math.max(
+        figures[`${m.metric}.difference`] ?? -Infinity,
+        m.candidateDifference,
+      );
+      figures[`${m.metric}.noise`] = Math.max(figures[`${m.metric}.noise`] ?? -Infinity, m.noiseFloor);
+      if (m.beyondNoise) beyond.add(m.metric);
+    }
+  const metrics = [...beyond].sort();
+  const severity = !report.regressed ? 'info' : regressedInARow >= sustainedAfter ? 'critical' : 'warning';
+  const what = metrics.map(
+    (m) => `${m} +${round(figures[`${m}.difference`])} (noise ${round(figures[`${m}.noise`])})`,
+  );
+  return {
+    ...envelope(id, shadowRunId(id), report.endedAt),
+    kind: 'detector',
+    detector: Detectors.shadowRegression,
+    requestId: null,
+    severity,
+    message: report.regressed
+      ? `shadow candidate beyond the noise floor in ${regressedInARow} window(s) in a row: ${what.join(', ')}`
+      : `shadow candidate within the noise floor over ${report.samples} samples`,
+    figures,
+    labels: { target: candidateUrl.slice(0, 300), metrics: metrics.join(',').slice(0, 300) },
+  };
 }
 
 function windowReport(

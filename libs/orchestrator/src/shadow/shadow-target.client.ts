@@ -1,8 +1,11 @@
-import { assessHallucinationRisk, parseChatStream } from '@fathom/semantic';
+import { assessHallucinationRisk, parseChatStream, type ParsedToolCall } from '@fathom/semantic';
 import type { TargetObservation } from '@fathom/contracts';
 
 export interface TargetReply extends TargetObservation {
   readonly content: string;
+  /** The API's `refusal` text ('' when none). */
+  readonly refusal: string;
+  readonly parsedToolCalls: readonly ParsedToolCall[];
   readonly error: string | null;
 }
 
@@ -52,6 +55,8 @@ export async function callChatTarget(
       ttftMs,
       hallucinationRisk: risk.status === 'ok' && risk.rows.length > 0 ? riskTokens / risk.rows.length : null,
       content: parsed.content,
+      refusal: parsed.choices[0]?.refusal ?? '',
+      parsedToolCalls: parsed.toolCalls,
       error: null,
     };
   } catch (error) {
@@ -60,7 +65,16 @@ export async function callChatTarget(
 }
 
 function failed(e2eMs: number, error: string): TargetReply {
-  return { ok: false, e2eMs, ttftMs: null, hallucinationRisk: null, content: '', error };
+  return {
+    ok: false,
+    e2eMs,
+    ttftMs: null,
+    hallucinationRisk: null,
+    content: '',
+    refusal: '',
+    parsedToolCalls: [],
+    error,
+  };
 }
 
 /** One vector per text from an OpenAI-compatible /embeddings endpoint. */

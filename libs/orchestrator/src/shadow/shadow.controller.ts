@@ -9,8 +9,11 @@ import {
   NotFoundException,
   Param,
   Post,
+  Query,
+  Res,
   UseGuards,
 } from '@nestjs/common';
+import { renderShadowReportHtml } from '@fathom/analysis';
 import { ApiTokenGuard } from '../api-token.guard';
 import { ShadowService } from './shadow.service';
 import { ShadowRepository } from '@fathom/storage';
@@ -54,12 +57,32 @@ export class ShadowController {
 
   /**
    * The report of a campaign over time: for a live campaign its caps, breaker, tier and rolling
-   * windows (per window and per hour); otherwise the final report once done.
+   * windows (per window and per hour); otherwise the final report once done. `format=html`: the
+   * same as one self-contained HTML page (charts of every metric against the noise floor).
    */
   @Get(':id/report')
-  async report(@Param('id') id: string) {
+  async report(
+    @Param('id') id: string,
+    @Query('format') format: string | undefined,
+    @Res({ passthrough: true }) res: { header(name: string, value: string): unknown },
+  ) {
+    if (format !== undefined && format !== 'json' && format !== 'html')
+      throw new BadRequestException(
+        `format must be json or html, not ${JSON.stringify(format).slice(0, 40)}`,
+      );
     const campaign = await this.shadows.get(id);
     if (!campaign) throw new NotFoundException(`no shadow campaign ${id}`);
+    if (format === 'html') {
+      res.header('content-type', 'text/html; charset=utf-8');
+      return renderShadowReportHtml({
+        ...campaign,
+        targets: {
+          primary: campaign.config.primary.baseUrl,
+          secondary: campaign.config.secondary.baseUrl,
+          candidate: campaign.config.candidate.baseUrl,
+        },
+      });
+    }
     return { id, status: campaign.status, reason: campaign.reason, report: campaign.report };
   }
 

@@ -41,9 +41,21 @@ export const SHADOW_OPENAPI: OpenApiExtension = {
     '/v1/shadow-campaigns/{id}/report': {
       get: {
         summary:
-          "The report over time: a live campaign's caps, shed counts, candidate breaker, tier and rolling windows (per window and per hour); otherwise the final report",
-        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-        responses: { '200': { description: 'the report' }, '404': { description: 'no such campaign' } },
+          "The report over time: a live campaign's caps, shed counts, candidate breaker, the analyzer's breaker on the candidate, tier and rolling windows (per window and per hour; latency, TTFT, errors, similarity, hallucination risk, tool calls and arguments, schema, refusals against the noise floor); otherwise the final report. `format=html`: one self-contained page",
+        parameters: [
+          { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+          {
+            name: 'format',
+            in: 'query',
+            required: false,
+            schema: { type: 'string', enum: ['json', 'html'] },
+          },
+        ],
+        responses: {
+          '200': { description: 'the report (JSON, or text/html with format=html)' },
+          '400': { description: 'format is neither json nor html' },
+          '404': { description: 'no such campaign' },
+        },
       },
     },
     '/v1/shadow-campaigns/{id}/stop': {

@@ -20,6 +20,7 @@ import {
 } from '@fathom/contracts';
 import { compileRedactor, redactDeep } from './redaction.util';
 import { callChatTarget, embedTexts } from './shadow-target.client';
+import { answerChecks } from './answer-checks.util';
 import type { ShadowSample } from '@fathom/contracts';
 import { compareShadowSamples } from './shadow-diff.util';
 import { ShadowLiveRunner } from './shadow-live.runner';
@@ -320,11 +321,12 @@ export class ShadowService implements OnApplicationShutdown {
       simPS = cosineSimilarity(p, s);
       simPC = cosineSimilarity(p, c);
     }
-    const observation = ({ ok, e2eMs, ttftMs, hallucinationRisk }: typeof primary) => ({
-      ok,
-      e2eMs,
-      ttftMs,
-      hallucinationRisk,
+    const observation = (reply: typeof primary) => ({
+      ok: reply.ok,
+      e2eMs: reply.e2eMs,
+      ttftMs: reply.ttftMs,
+      hallucinationRisk: reply.hallucinationRisk,
+      ...(reply.ok ? answerChecks(body, reply) : {}),
     });
     const sample: ShadowSample = {
       endpoint: line.endpoint,

@@ -47,6 +47,17 @@ export const faultSpecSchema = z.discriminatedUnion('kind', [
     tool: z.string().optional(),
     ...base,
   }),
+  /**
+   * Chat completions' tool-call arguments drift from the tool's declared `parameters`: a value
+   * of another type (`type_change`), the first required argument left out (`required_dropped`),
+   * or an undeclared argument added (`extra_argument`). `tool` limits it to one tool.
+   */
+  z.object({
+    kind: z.literal('tool_call_drift'),
+    mode: z.enum(['type_change', 'required_dropped', 'extra_argument']).default('type_change'),
+    tool: z.string().optional(),
+    ...base,
+  }),
   /** Overrides the share of responses carrying a planted hallucinated span. */
   z.object({ kind: z.literal('hallucination_rate'), rate: z.number().min(0).max(1).default(1), ...base }),
   /** `inUse` of the reranker's slots are held by phantom work: busy 503s at lower load. */

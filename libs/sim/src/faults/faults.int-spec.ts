@@ -230,6 +230,42 @@ describe('faults switched at run time', () => {
     expect(await doc()).toHaveProperty('conditions');
   });
 
+  it('tool_call_drift breaks chat tool-call arguments against the declared parameters', async () => {
+    const tools = [
+      {
+        type: 'function',
+        function: {
+          name: 'lookup_order',
+          parameters: {
+            type: 'object',
+            properties: { order_id: { type: 'string' }, verbose: { type: 'boolean' } },
+            required: ['order_id'],
+          },
+        },
+      },
+    ];
+    const args = async (): Promise<Record<string, unknown>> => {
+      const { text } = await chat({ tools, stream: false }, 'where is my order?');
+      const body = JSON.parse(text) as {
+        choices: Array<{ message: { tool_calls: Array<{ function: { arguments: string } }> } }>;
+      };
+      return JSON.parse(body.choices[0].message.tool_calls[0].function.arguments) as Record<string, unknown>;
+    };
+    const clean = await args();
+    expect(typeof clean['order_id']).toBe('string');
+    await setFault({ kind: 'tool_call_drift', mode: 'type_change' });
+    expect(await args()).toEqual({ ...clean, order_id: 42 });
+    await setFault({ kind: 'tool_call_drift', mode: 'required_dropped' });
+    expect(await args()).not.toHaveProperty('order_id');
+    await setFault({ kind: 'tool_call_drift', mode: 'extra_argument' });
+    expect(await args()).toEqual({ ...clean, unexpected_argument: 'drifted' });
+    // Limited to another tool: this one's arguments are clean again.
+    await setFault({ kind: 'tool_call_drift', mode: 'type_change', tool: 'other_tool' });
+    expect(await args()).toEqual(clean);
+    await clearFault('tool_call_drift');
+    expect(await args()).toEqual(clean);
+  });
+
   it('hallucination_rate controls how many responses carry planted spans', async () => {
     const spans = async (): Promise<number> => {
       let count = 0;

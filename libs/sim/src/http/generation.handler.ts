@@ -1,7 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Prng } from '../text/prng.util';
 import { tokenIds } from '../text/tokenizer.util';
-import { planOutput, topLogprobs, type OutputPlan, type PlannedToken } from '../text/output.generator';
+import {
+  planOutput,
+  topLogprobs,
+  type OutputOptions,
+  type OutputPlan,
+  type PlannedToken,
+} from '../text/output.generator';
 import type { SequenceTiming } from '../engine/serving.engine';
 import { ApiError, BodyWriter, sendError, zodToApiError } from './http.util';
 import {
@@ -316,6 +322,13 @@ function chooseTool(request: ChatRequest): { name: string; parameters: unknown }
   return null;
 }
 
+/** The tool_call_drift fault's mode when it applies to `tool`, else null. */
+function argumentDriftFor(ctx: SimContext, tool: { name: string } | null): OutputOptions['argumentDrift'] {
+  const drift = ctx.faults.get('tool_call_drift');
+  if (!tool || drift === undefined || (drift.tool !== undefined && drift.tool !== tool.name)) return null;
+  return drift.mode;
+}
+
 function checkModel(ctx: SimContext, model: string): void {
   if (model !== ctx.config.model) {
     throw new ApiError(
@@ -537,6 +550,7 @@ function generate(
     hallucinatedEntropyBits: out.hallucinatedEntropyBits,
     hallucinatedEntropySd: out.hallucinatedEntropySd,
     tool: spec.tool,
+    argumentDrift: argumentDriftFor(ctx, spec.tool),
   });
   let finishReason: FinishReason = spec.tool ? 'tool_calls' : 'stop';
   if (maxTokens !== null && plan.tokens.length > maxTokens) {

@@ -37,6 +37,8 @@ export interface OutputOptions {
   hallucinatedEntropyBits: number;
   hallucinatedEntropySd: number;
   tool?: { name: string; parameters: unknown } | null;
+  /** The tool_call_drift fault: how the tool call's arguments break its `parameters`. */
+  argumentDrift?: 'type_change' | 'required_dropped' | 'extra_argument' | null;
 }
 
 // Next-token distributions: geometric p_i = (1 - r) r^i / (1 - r^V) over V = 64 candidates, one
@@ -155,6 +157,32 @@ function argumentsFor(parameters: unknown, rng: Prng): Record<string, unknown> {
   return out;
 }
 
+/** Breaks `args` against `parameters` the way the tool_call_drift fault says (a copy). */
+function driftArguments(
+  args: Record<string, unknown>,
+  parameters: unknown,
+  drift: OutputOptions['argumentDrift'],
+): Record<string, unknown> {
+  if (!drift) return args;
+  const out = { ...args };
+  if (drift === 'extra_argument') {
+    out['unexpected_argument'] = 'drifted';
+    return out;
+  }
+  const required = (parameters as { required?: unknown } | null)?.required;
+  const names = Array.isArray(required)
+    ? required.filter((n): n is string => typeof n === 'string' && n in out)
+    : [];
+  const name = names[0] ?? Object.keys(out)[0];
+  if (name === undefined) {
+    out['unexpected_argument'] = 'drifted';
+    return out;
+  }
+  if (drift === 'required_dropped') delete out[name];
+  else out[name] = typeof out[name] === 'string' ? 42 : `${JSON.stringify(out[name])}`;
+  return out;
+}
+
 /**
  * Plans a whole response before the engine emits it: texts, logprobs, and where the planted
  * hallucinated spans are. Same seed + same prompt text => same plan.
@@ -166,7 +194,13 @@ export function planOutput(options: OutputOptions): OutputPlan {
   let toolCall: OutputPlan['toolCall'] = null;
   let texts: string[];
   if (options.tool) {
-    const args = JSON.stringify(argumentsFor(options.tool.parameters, rng));
+    const args = JSON.stringify(
+      driftArguments(
+        argumentsFor(options.tool.parameters, rng),
+        options.tool.parameters,
+        options.argumentDrift,
+      ),
+    );
     toolCall = {
       id: `call_${key.toString(36)}${rng.int(1e9).toString(36)}`,
       name: options.tool.name,

@@ -27,7 +27,7 @@ export interface EmbeddedFathom {
   readonly runs: RunRepository;
   /**
    * Loads now what the first run would otherwise load while it measures (the load engine's worker,
-   * the embedding model) and resolves when both are ready.
+   * the embedding model, the LLM monitor's anomaly model) and resolves when all are ready.
    */
   warm(): Promise<void>;
   close(): Promise<void>;
@@ -57,7 +57,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedF
       warm: async () => {
         await Promise.all([
           fathom.app.get(ShardRunnerService).warm(),
-          fathom.app.get(SemanticMonitorService).warmEmbedder(),
+          fathom.app.get(SemanticMonitorService).warmModels(),
         ]);
       },
       close: async () => {

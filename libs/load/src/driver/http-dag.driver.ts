@@ -4,7 +4,12 @@ import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBody } from './http-body.util';
 import { httpStepToolName } from '@fathom/semantic';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
-import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
+import {
+  retryAfterOfHeaders,
+  type DriverOutcome,
+  type DriverRequest,
+  type RequestDriver,
+} from './request-outcome';
 import { compileAssertion, type CompiledAssertion } from './step-assertion.evaluator';
 import { targetPath } from './target-url.util';
 import {
@@ -39,6 +44,8 @@ interface StepResult {
   status: number;
   errorClass: ErrorClass | null;
   message?: string;
+  /** The refusal's `Retry-After` header (s), when it carried one. */
+  retryAfterS?: number;
 }
 
 /**
@@ -129,6 +136,7 @@ export class HttpDagDriver implements RequestDriver {
       e2eMs,
       errorClass: failed?.errorClass ?? null,
       ...(failed ? { errorMessage: `step ${steps[failedIndex].name}: ${failed.message}` } : {}),
+      ...(failed?.retryAfterS !== undefined ? { retryAfterS: failed.retryAfterS } : {}),
       content: `${ran}/${steps.length} steps ran`,
       assertions,
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
@@ -186,6 +194,7 @@ export class HttpDagDriver implements RequestDriver {
           status,
           errorClass: httpClass,
           message: body ? `HTTP ${status}: ${body.slice(0, 200)}` : `HTTP ${status}`,
+          ...retryAfterOfHeaders(response.headers),
         };
       if (firstFailed !== null)
         return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };

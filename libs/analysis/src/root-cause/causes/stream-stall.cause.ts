@@ -6,7 +6,8 @@ import { median, ms, pct, range, type DiagnosisContext } from '../diagnosis.cont
  * Token-stream interruption (spec flow, P99 not explained by a hop): responses that pause
  * mid-stream for at least `stallMs` (or 20 baseline gaps). Judged against a baseline only. A paused
  * client (the generator's own event loop blocked) stalls every stream and the first token alike;
- * a server-side stall leaves TTFT alone, so a TTFT jump rules it out.
+ * a server-side stall leaves TTFT alone, so a TTFT jump rules it out, and so does a recent span
+ * the generator judged client-limited (`DiagnosisContext.clientLimited`).
  */
 export function streamStallCause(ctx: DiagnosisContext): RootCauseCause | null {
   const { recent, base, options } = ctx;
@@ -23,6 +24,7 @@ export function streamStallCause(ctx: DiagnosisContext): RootCauseCause | null {
   if (
     !ctx.hasBaseline ||
     clientPaused ||
+    ctx.clientLimited !== null ||
     streamed.length < CauseThresholds.stallMinResponses ||
     stalled.length < CauseThresholds.stallMinStalled ||
     stalled.length / streamed.length < CauseThresholds.stallShare

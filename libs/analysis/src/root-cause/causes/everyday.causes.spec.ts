@@ -389,6 +389,33 @@ describe('a fault that began inside the span after warm-up', () => {
   });
 });
 
+describe('stalls beside a full KV cache', () => {
+  it('names kv-cache-pressure alone: preempted sequences pause their streams', () => {
+    const timeline = new RunTimeline();
+    for (const w of windows(10, () => ({ e2e: 400, ttft: 50, itl: 10 }))) timeline.addWindow(w);
+    // Streams with 10 ms gaps, from 6 s half of them paused 900 ms mid-stream.
+    const digests: RecordDigest[] = [];
+    for (let at = T0 + 100; at <= T0 + 10_000; at += 100)
+      digests.push({
+        ...digest(at),
+        gapMedianMs: 10,
+        gapMaxMs: at > T0 + 6_000 && at % 200 === 0 ? 900 : 12,
+      });
+    timeline.addDigests(digests);
+    const stalls = diagnose(timeline, T0 + 10_000).map((c) => c.kind);
+    for (let at = T0 + 250; at <= T0 + 10_000; at += 500)
+      timeline.addGpu(
+        gpu(at, {
+          kv_cache_usage_ratio: at > T0 + 6_000 ? 0.98 : 0.3,
+          requests_waiting: at > T0 + 6_000 ? 4 : 0,
+          requests_running: 8,
+        }),
+      );
+    expect(stalls).toEqual(['stream-stall']);
+    expect(diagnose(timeline, T0 + 10_000).map((c) => c.kind)).toEqual(['kv-cache-pressure']);
+  });
+});
+
 describe('causes timed by the client, while the client was limited', () => {
   const health = (cpuBusy: number, loopUtilization = 0.3, loopDelayP99Ms = 12) => ({
     loopDelayP99Ms,

@@ -330,4 +330,21 @@ describe('OpenAiChatDriver over the own HTTP/1.1 client', () => {
     expect(sut.usage?.promptTokens).toBe(4);
     expect(sut.sendDelayMs).toBeGreaterThanOrEqual(0);
   });
+
+  it('embeddings: a 429 keeps its Retry-After header', async () => {
+    handler = (_req, res) => res.writeHead(429, { 'retry-after': '3' }).end('{"error":"slow down"}');
+    const driver = new EmbeddingsDriver(
+      EmbeddingsScenarioSchema.parse({
+        type: 'embeddings',
+        model: 'e',
+        batchSize: 1,
+        dataset: { type: 'inline', prompts: ['a text'] },
+      }),
+      { baseUrl },
+      { connections: 1, contentCapChars: 100 },
+      new PromptSource([{ messages: [], text: 'a text', inputTokensClient: 2 }]),
+    );
+    drivers.push(driver);
+    expect(await driver.execute(requestOf())).toMatchObject({ status: 429, retryAfterS: 3 });
+  });
 });

@@ -57,8 +57,21 @@ describe('detection matrix, quick slice', () => {
       else process.env[k] = saved[k];
   });
 
-  it.each(SLICE)('names the planted cause of %s within 10 s of its onset', (name) => {
+  /**
+   * A run the generator limited (issue 13's verdict, over half its windows) names client-bound and
+   * from then on no target cause (issue 15 §2): on a busy test host that is the right answer.
+   */
+  const clientBound = (o: Outcome) => o.named.some((c) => c.kind === 'client-bound');
+
+  it.each(SLICE)('names the planted cause of %s within 10 s of its onset (or client-bound)', (name) => {
     const o = outcomes.find((x) => x.cell.name === name)!;
+    if (clientBound(o)) {
+      // Named before the run turned client-bound, the planted cause may stay; nothing else may.
+      expect(o.named.map((c) => c.kind).filter((k) => k !== 'client-bound' && k !== o.cell.expected)).toEqual(
+        [],
+      );
+      return;
+    }
     const named = o.named.find((c) => c.kind === o.cell.expected);
     const detail = JSON.stringify(o.named);
     expect({ named: named?.kind ?? null, detail }).toEqual({ named: o.cell.expected, detail });
@@ -66,30 +79,28 @@ describe('detection matrix, quick slice', () => {
   });
 
   it('takes the rate limit’s Retry-After from the header of every 429', () => {
-    const cause = outcomes
-      .find((o) => o.cell.name === 'rate_limit 50 %')!
-      .named.find((c) => c.kind === 'rate-limited')!;
+    const run = outcomes.find((o) => o.cell.name === 'rate_limit 50 %')!;
+    if (clientBound(run)) return; // no target cause claimed: checked above
+    const cause = run.named.find((c) => c.kind === 'rate-limited')!;
     expect(cause.figures).toMatchObject({ retryAfterMaxS: 2, retryAfterHeaderShare: 1 });
   });
 
   it('names no cause on the clean run but those timed by the client, which a busy host can slow', () => {
-    const clientTimed = ['engine-step-slowdown', 'stream-stall', 'capacity-saturation', 'request-timeouts'];
+    const clientTimed = [
+      'engine-step-slowdown',
+      'stream-stall',
+      'capacity-saturation',
+      'request-timeouts',
+      'client-bound',
+    ];
     const named = outcomes.find((o) => o.cell.name === 'clean c=4')!.named.map((c) => c.kind);
     expect(named.filter((k) => !clientTimed.includes(k))).toEqual([]);
   });
 
   it('summarises the slice as the benchmark does', () => {
-    const summary = summarise(outcomes);
-    for (const kind of [
-      'reranker-saturation',
-      'tool-schema-drift',
-      'kv-cache-pressure',
-      'prompt-explosion',
-      'rate-limited',
-    ])
-      expect(summary.classes.find((c) => c.kind === kind)).toMatchObject({ runs: 1, recall: 1 });
-    expect(summary.perCell.filter((c) => !c.name.startsWith('clean')).map((c) => c.hits)).toEqual([
-      1, 1, 1, 1, 1,
-    ]);
+    const judged = outcomes.filter((o) => o.cell.expected !== null && !clientBound(o));
+    const summary = summarise(judged);
+    for (const c of summary.classes) expect(c).toMatchObject({ runs: 1, recall: 1, precision: 1 });
+    expect(summary.perCell.map((c) => c.hits)).toEqual(judged.map(() => 1));
   });
 });

@@ -6,10 +6,12 @@
  * sequences). What is measured is what a user reads: the causes the run's report names and when
  * the analyzer first named each.
  */
-import type { RunReportDocument } from '@fathom/analysis';
+import { CauseThresholds, type RunReportDocument } from '@fathom/analysis';
 import type { CampaignSpecInput } from '@fathom/contracts';
 import { startSimTarget, type FaultSpecInput, type SimTarget } from '@fathom/sim';
-import { RunReportRepository } from '@fathom/storage';
+import { RunEventRepository, RunReportRepository } from '@fathom/storage';
+import type { TelemetryWindow } from '@fathom/contracts';
+import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
 import { waitForRun, type EmbeddedFathom } from '@fathom/runtime';
 
 export interface Cell {
@@ -235,6 +237,8 @@ export interface NamedCause {
   /** ms from the onset to the cause first named (from the run's start for `onset: start`). */
   readonly afterOnsetMs: number;
   readonly confidence: number;
+  /** The cause's figures as the report holds them. */
+  readonly figures: Readonly<Record<string, number>>;
 }
 
 export interface Outcome {
@@ -246,6 +250,17 @@ export interface Outcome {
   readonly named: readonly NamedCause[];
   readonly top: string | null;
   readonly requests: number;
+  /** Wall time of the whole run (sim start to report, ms) and of its parts: before the load started, after it ended. */
+  readonly wall?: { readonly totalMs: number; readonly startMs: number; readonly finishMs: number };
+  /** The generator's own health over the run's windows: what the client-bound gate read. */
+  readonly client?: {
+    readonly windows: number;
+    readonly boundWindows: number;
+    /** Windows whose host was starved (CPU busy and the engine thread delayed: `DiagnosisContext.clientLimited`). */
+    readonly starvedWindows: number;
+    readonly cpuBusyMedian: number;
+    readonly loopDelayP99MaxMs: number;
+  };
 }
 
 /** Mulberry32: the seeded onset of each run. */
@@ -278,6 +293,7 @@ export async function runCell(
   seed: number,
   options: RunOptions = DEFAULT_RUN_OPTIONS,
 ): Promise<Outcome> {
+  const t0 = Date.now();
   const sim = await startSimTarget({ port: 0, config: { timeScale: options.timeScale, seed } });
   try {
     const scenario = typeof cell.scenario === 'function' ? await cell.scenario(sim) : cell.scenario;
@@ -310,6 +326,7 @@ export async function runCell(
       onsetAt = Date.now();
     }
     await waitForRun(fathom.runs, runId, { timeoutMs: options.runMs + 60_000 });
+    const doneAt = Date.now();
     const stored = await fathom.fathom.app.get(RunReportRepository).latest(runId);
     if (!stored) throw new Error(`no report for ${cell.name} #${seed}`);
     const document = stored.document as unknown as RunReportDocument;
@@ -322,13 +339,42 @@ export async function runCell(
         kind: c.kind,
         afterOnsetMs: c.namedAt - onsetAt,
         confidence: c.confidence,
+        figures: c.figures,
       })),
       top: document.rootCauses[0]?.kind ?? null,
       requests: document.summary.requests,
+      client: await clientHealth(fathom, runId),
+      wall: {
+        totalMs: doneAt - t0,
+        startMs: startedAt - t0,
+        finishMs: doneAt - startedAt - options.runMs,
+      },
     };
   } finally {
     await sim.close();
   }
+}
+
+/** The generator's health over a run's windows (what the causes' client-bound gate reads). */
+async function clientHealth(fathom: EmbeddedFathom, runId: string): Promise<Outcome['client']> {
+  const events = await fathom.fathom.app.get(RunEventRepository).listByRun(runId, { kind: 'window' });
+  const health = events.flatMap((e) => {
+    const h = (e.payload as unknown as TelemetryWindow).health;
+    return h ? [h] : [];
+  });
+  if (!health.length) return undefined;
+  const cpu = health.map((h) => h.cpuBusy).sort((a, b) => a - b);
+  return {
+    windows: health.length,
+    boundWindows: health.filter((h) => clientBoundReason(h) !== null).length,
+    starvedWindows: health.filter(
+      (h) =>
+        h.cpuBusy >= CauseThresholds.starvedHostCpuBusy &&
+        h.loopDelayP99Ms >= CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms,
+    ).length,
+    cpuBusyMedian: cpu[Math.floor(cpu.length / 2)],
+    loopDelayP99MaxMs: Math.max(...health.map((h) => h.loopDelayP99Ms)),
+  };
 }
 
 export interface ClassFigures {
@@ -350,6 +396,8 @@ export interface MatrixSummary {
   readonly falseAlarmsPerCleanMinute: number;
   readonly falseAlarms: readonly string[];
   readonly cleanMinutes: number;
+  /** Runs with a window the client limited (bound or starved): their latency causes are not claimed. */
+  readonly clientLimitedRuns: number;
   /** planted class -> named cause -> runs (`(nothing)` when none). */
   readonly confusion: Record<string, Record<string, number>>;
   readonly perCell: readonly {
@@ -427,6 +475,8 @@ export function summarise(outcomes: readonly Outcome[]): MatrixSummary {
     falseAlarmsPerCleanMinute: cleanMinutes ? falseAlarms.length / cleanMinutes : 0,
     falseAlarms,
     cleanMinutes,
+    clientLimitedRuns: outcomes.filter((o) => o.client && o.client.boundWindows + o.client.starvedWindows > 0)
+      .length,
     confusion,
     perCell,
   };
@@ -444,6 +494,8 @@ export function formatSummary(summary: MatrixSummary): string {
       (c) =>
         `| ${c.kind} | ${c.runs} | ${f(c.recall)} | ${f(c.recallMild)} | ${f(c.precision)} | ${s(c.timeToNameP50Ms)} | ${s(c.timeToNameP95Ms)} |`,
     ),
+    '',
+    `Runs with a window the client limited (bound or host starved; no latency cause claimed there): ${summary.clientLimitedRuns}`,
     '',
     `False alarms on clean runs: ${summary.falseAlarms.length} in ${summary.cleanMinutes.toFixed(1)} clean minutes = ${summary.falseAlarmsPerCleanMinute.toFixed(2)} per clean minute${summary.falseAlarms.length ? ` (${summary.falseAlarms.join('; ')})` : ''}`,
     '',

@@ -25,6 +25,8 @@ export interface LayerCall {
   readonly status: number;
   /** Why it failed, when it did (first 160 characters). */
   readonly error?: string;
+  /** The refusal's `Retry-After` header in seconds (`RequestRecord.retryAfterS`), when it had one. */
+  readonly retryAfterS?: number;
   /** An assertion on the response failed (the contract, not the transport). */
   readonly assertionFailed?: boolean;
 }
@@ -212,6 +214,12 @@ export function layerCalls(record: RequestRecord, spec: CampaignSpec): LayerCall
   return [{ layer: 'llm', path: llm, ok, status: record.status, ...(ok ? {} : { error }) }];
 }
 
+/** The record's `Retry-After` belongs to its failed call (a record fails on one call at most). */
+function withRetryAfter(calls: LayerCall[], retryAfterS: number | undefined): LayerCall[] {
+  if (retryAfterS === undefined) return calls;
+  return calls.map((c) => (c.ok ? c : { ...c, retryAfterS }));
+}
+
 function gapStats(offsets: readonly number[]): { max: number | null; median: number | null } {
   if (offsets.length < 2) return { max: null, median: null };
   const gaps: number[] = [];
@@ -309,7 +317,7 @@ export function digestRecord(record: RequestRecord, spec: CampaignSpec): RecordD
     outputTokens: record.outputTokensClient,
     riskSegments,
     maxWindowEntropyBits,
-    calls: layerCalls(record, spec),
+    calls: withRetryAfter(layerCalls(record, spec), record.retryAfterS),
     ...(record.toolCalls?.length ? { toolCalls: judgeToolCalls(record.toolCalls, spec) } : {}),
     ...workflowOf(record, spec),
   };

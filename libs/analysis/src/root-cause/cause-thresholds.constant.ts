@@ -39,7 +39,10 @@ export const CauseThresholds = {
    * included, so that a rate of 1 % still gives a few errors to count (ms).
    */
   errorWindowMs: 10_000,
-  /** (suite) Errors of one class needed in the error span. */
+  /**
+   * (suite) Errors of a class the client judges (timeouts, connection errors) needed in the error
+   * span; a status the target answered (5xx, 429) needs one, its share judged by `errorShare`.
+   */
   errorMinCount: 3,
   /**
    * (spec) Share of one error class that costs the tier: tier SLO-1 holds availability 99.5 %, so
@@ -53,6 +56,14 @@ export const CauseThresholds = {
    * bursts of a target whose loop is starved (bench/detection's clean runs at 4 streams).
    */
   queueStandingShare: 0.75,
+  /**
+   * (bench) Host CPU busy share of a generator window from which, with the engine thread's
+   * event-loop delay P99 at the client-bound 50 ms, the host is starved and the client's clock
+   * not trusted (`DiagnosisContext.clientLimited`): bench/detection's clean runs on a host at load
+   * 10-40 showed 100 % busy with delays of 30-700 ms; the 0.95 mirrors the engine-thread
+   * utilisation at which a window is client-bound (libs/load CLIENT_BOUND_THRESHOLDS).
+   */
+  starvedHostCpuBusy: 0.95,
   /** (suite) Tool calls needed, the share failing assertions, and the baseline's most. */
   assertionMinCalls: 5,
   assertionFailedShare: 0.2,

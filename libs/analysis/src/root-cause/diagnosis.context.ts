@@ -1,4 +1,7 @@
+import type { TelemetryWindow } from '@fathom/contracts';
 import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
+import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
+import { CauseThresholds } from './cause-thresholds.constant';
 import { gpuMax, gpuMean, type RunTimeline, type SpanView } from '../evidence/run-timeline';
 import type { LayerCall, RecordDigest } from '../evidence/record-digest';
 
@@ -67,6 +70,43 @@ export interface DiagnosisContext {
   readonly dramSaturated: boolean;
   readonly gpuLines: readonly string[];
   readonly gpuFigures: Readonly<Record<string, number>>;
+  /**
+   * Why the client's own clock cannot be trusted over the recent span, or null: a
+   * window there that the generator judged client-bound (its health, as validity reads it) or
+   * whose host was starved of CPU. Causes whose evidence is latency the client timed (decode
+   * slowdown, stalls, queueing, timeouts) are not claimed then: a starved client, or a target
+   * starved on the same host, produces every one of them.
+   */
+  readonly clientLimited: string | null;
+}
+
+/**
+ * Why the generator's windows ending in (fromMs, toMs] say the client limited them, or null: the
+ * first window the generator judged client-bound (`clientBoundReason`), else the first whose host
+ * was starved: no idle CPU left (busy at least `CauseThresholds.starvedHostCpuBusy`) and the
+ * engine's own thread waited for it (event-loop delay P99 at least the client-bound threshold's
+ * 50 ms, whatever the E2E). A busy host whose threads still run on time is not starved. Windows
+ * without health are not judged.
+ */
+export function clientLimitedReason(
+  windows: readonly TelemetryWindow[],
+  fromMs: number,
+  toMs: number,
+): string | null {
+  let starved: string | null = null;
+  for (const w of windows) {
+    const end = w.windowStart + w.windowMs;
+    if (!w.health || end <= fromMs || end > toMs) continue;
+    const bound = clientBoundReason(w.health);
+    if (bound) return `the generator judged its window ending ${iso(end)} client-bound: ${bound}`;
+    if (
+      starved === null &&
+      w.health.cpuBusy >= CauseThresholds.starvedHostCpuBusy &&
+      w.health.loopDelayP99Ms >= CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms
+    )
+      starved = `the load-generator's host was starved in the window ending ${iso(end)}: CPU ${(100 * w.health.cpuBusy).toFixed(0)} % busy, its engine thread waited up to ${w.health.loopDelayP99Ms.toFixed(0)} ms (event-loop delay P99)`;
+  }
+  return starved;
 }
 
 export const ms = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(1)} ms`);
@@ -96,6 +136,31 @@ export function median(values: number[]): number | null {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
+/** Candidate baselines start this far apart, from the run's start to the end of warm-up (ms). */
+const BASELINE_STEP_MS = 500;
+
+/**
+ * The run's own baseline: of the `baselineMs` spans starting every BASELINE_STEP_MS from the run's
+ * start to the end of warm-up, the one whose E2E P50 was lowest (spans without requests are
+ * passed over). A fault that began inside the fixed span after warm-up would otherwise be its own
+ * baseline and never jump; warm-up's ramp only ever raises latency, so the quietest span is
+ * never one the ramp distorted downwards. Without latency windows (digests only), the span right
+ * after warm-up.
+ */
+function quietestBaseline(timeline: RunTimeline, start: number, options: RootCauseOptions): SpanView {
+  let best: SpanView | null = null;
+  let bestP50 = Infinity;
+  for (let from = start; from <= start + options.warmupMs; from += BASELINE_STEP_MS) {
+    const span = timeline.span(from, from + options.baselineMs);
+    const p50 = span.requests > 0 ? span.latency.e2e.p50 : null;
+    if (p50 !== null && p50 < bestP50) {
+      best = span;
+      bestP50 = p50;
+    }
+  }
+  return best ?? timeline.span(start + options.warmupMs, start + options.warmupMs + options.baselineMs);
+}
+
 /**
  * The context at `nowMs`, or null before any evidence. Ramp-up (connections, JIT, first
  * scrapes) is neither a baseline nor a latency verdict, but what happens in it is named.
@@ -116,7 +181,7 @@ export function diagnosisContext(
   const steady =
     steadyFrom < nowMs ? (steadyFrom === recentFrom ? recent : timeline.span(steadyFrom, nowMs)) : null;
   const hasBaseline = steadyFrom >= baselineTo;
-  const base = hasBaseline ? timeline.span(baselineFrom, baselineTo) : null;
+  const base = hasBaseline ? quietestBaseline(timeline, start, options) : null;
 
   const dram = gpuMax(recent.gpu, 'dram_active_ratio');
   const sm = gpuMean(recent.gpu, 'sm_active_ratio') ?? gpuMean(recent.gpu, 'gpu_util_pct') ?? null;
@@ -141,6 +206,9 @@ export function diagnosisContext(
   const ttftBase = base?.latency.ttft.p99 ?? null;
   const itl = steady?.latency.itl.p50 ?? null;
   const itlBase = base?.latency.itl.p50 ?? null;
+  // Only the recent span: a starved baseline inflates what the recent span is judged against,
+  // which hides a cause but never makes one.
+  const clientLimited = clientLimitedReason(timeline.windows, recentFrom, nowMs);
   const calls = recent.digests.flatMap((d) =>
     d.calls.map((c) => ({ ...c, at: d.at, startedAt: d.startedAt })),
   );
@@ -168,5 +236,6 @@ export function diagnosisContext(
     dramSaturated,
     gpuLines,
     gpuFigures,
+    clientLimited,
   };
 }

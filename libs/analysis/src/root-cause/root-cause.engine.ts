@@ -38,7 +38,7 @@ export function diagnose(
     kv,
     decodeSlowdownCause(ctx, kv !== null),
     capacitySaturationCause(ctx, kv !== null),
-    streamStallCause(ctx),
+    streamStallCause(ctx, kv !== null),
     streamInterruptionCause(ctx),
     rerankerSaturationCause(ctx),
     agentWorkflowCause(ctx),

@@ -111,6 +111,11 @@ export const RequestRecordSchema = z.object({
   status: z.number().int(),
   errorClass: ErrorClassSchema.nullable(),
   errorMessage: z.string().optional(),
+  /**
+   * A refused answer's `Retry-After` header (429, 503) in seconds, an HTTP-date turned into the
+   * wait from its receipt. Optional: absent when the answer carried none, and from older generators.
+   */
+  retryAfterS: z.number().nonnegative().optional(),
   inputTokensClient: z.number().int().nonnegative(),
   outputTokensClient: z.number().int().nonnegative(),
   usage: z

@@ -9,6 +9,8 @@ import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBodyText } from './http-body.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
 import {
+  retryAfterField,
+  retryAfterOfHeaders,
   serverRequestIdOf,
   type DriverOutcome,
   type DriverRequest,
@@ -95,6 +97,7 @@ export class EmbeddingsDriver implements RequestDriver {
     );
     done.sendDelayMs = exchange.sentMono - request.startMono;
     if (exchange.requestId !== undefined) done.serverRequestId = exchange.requestId;
+    if (done.errorClass !== null) Object.assign(done, retryAfterField(exchange.retryAfter));
     return done;
   }
 
@@ -125,6 +128,7 @@ export class EmbeddingsDriver implements RequestDriver {
       );
       const serverRequestId = serverRequestIdOf(response.headers);
       if (serverRequestId !== undefined) done.serverRequestId = serverRequestId;
+      if (done.errorClass !== null) Object.assign(done, retryAfterOfHeaders(response.headers));
       return done;
     } catch (error) {
       return outcome(

@@ -189,6 +189,20 @@ describe('OpenAiChatDriver over the own HTTP/1.1 client', () => {
     expect(sut.errorMessage).toBe('HTTP 503: overloaded');
   });
 
+  it('reads Retry-After from the header of a 429, in seconds or as an HTTP-date', async () => {
+    handler = (_req, res) =>
+      res.writeHead(429, { 'content-type': 'text/plain', 'retry-after': '7' }).end('slow down');
+    const sut = await chat().execute(requestOf());
+    expect(sut).toMatchObject({ errorClass: 'http-4xx', status: 429, retryAfterS: 7 });
+    const at = new Date(Date.now() + 30_000).toUTCString();
+    handler = (_req, res) => res.writeHead(429, { 'retry-after': at }).end();
+    const dated = await chat().execute(requestOf());
+    expect(dated.retryAfterS).toBeGreaterThan(25);
+    expect(dated.retryAfterS).toBeLessThanOrEqual(30);
+    handler = (_req, res) => res.writeHead(429).end('Please try again in 3s.');
+    expect((await chat().execute(requestOf())).retryAfterS).toBeUndefined();
+  });
+
   it('counts the wait for the one connection as send delay, not as latency', async () => {
     handler = (_req, res) => setTimeout(() => res.writeHead(200).end('{"choices":[]}'), 50);
     const driver = chat({ stream: false }, 1);
@@ -315,5 +329,22 @@ describe('OpenAiChatDriver over the own HTTP/1.1 client', () => {
     });
     expect(sut.usage?.promptTokens).toBe(4);
     expect(sut.sendDelayMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('embeddings: a 429 keeps its Retry-After header', async () => {
+    handler = (_req, res) => res.writeHead(429, { 'retry-after': '3' }).end('{"error":"slow down"}');
+    const driver = new EmbeddingsDriver(
+      EmbeddingsScenarioSchema.parse({
+        type: 'embeddings',
+        model: 'e',
+        batchSize: 1,
+        dataset: { type: 'inline', prompts: ['a text'] },
+      }),
+      { baseUrl },
+      { connections: 1, contentCapChars: 100 },
+      new PromptSource([{ messages: [], text: 'a text', inputTokensClient: 2 }]),
+    );
+    drivers.push(driver);
+    expect(await driver.execute(requestOf())).toMatchObject({ status: 429, retryAfterS: 3 });
   });
 });

@@ -2,7 +2,12 @@ import type { Dispatcher, Pool } from 'undici';
 import type { ChatScenario, ErrorClass } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
 import { countOutputTokens } from './output-token-count.util';
-import type { DriverOutcome, DriverRequest, RequestDriver } from './request-outcome';
+import {
+  retryAfterField,
+  type DriverOutcome,
+  type DriverRequest,
+  type RequestDriver,
+} from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
 import type { MediaPart } from '../dataset/prompt-item';
@@ -331,6 +336,8 @@ class ChatCall implements Http1Exchange {
   private headersReceived = false;
   private httpClass: ReturnType<typeof httpErrorClass> = null;
   private serverRequestId: string | undefined = undefined;
+  /** The answer's `Retry-After` header, raw (a 429 or 503 may carry one). */
+  private retryAfter: string | undefined = undefined;
   /** Non-streamed body (or error body, up to ERROR_BODY_CAP bytes), decoded once at the end. */
   private readonly parts: Buffer[] = [];
   private partBytes = 0;
@@ -359,11 +366,12 @@ class ChatCall implements Http1Exchange {
     this.startMono = sentMono ?? performance.now();
   }
 
-  onResponseHead(status: number, requestId: string | undefined): void {
+  onResponseHead(status: number, requestId: string | undefined, retryAfter?: string): void {
     this.status = status;
     this.headersReceived = true;
     this.httpClass = httpErrorClass(status);
     this.serverRequestId = requestId;
+    this.retryAfter = retryAfter;
   }
 
   /**
@@ -411,6 +419,7 @@ class ChatCall implements Http1Exchange {
     this.headersReceived = true;
     this.httpClass = httpErrorClass(statusCode);
     this.serverRequestId = requestIdFromRaw(rawHeaders);
+    if (this.httpClass !== null) this.retryAfter = headerFromRaw(rawHeaders, 'retry-after');
     return true;
   }
 
@@ -469,6 +478,7 @@ class ChatCall implements Http1Exchange {
         usage: null,
         content: '',
         finishReason: null,
+        ...retryAfterField(this.retryAfter),
       });
       return;
     }
@@ -548,6 +558,16 @@ function requestIdFromRaw(rawHeaders: Buffer[]): string | undefined {
     if (name.length !== 12 && name.length !== 16) continue;
     const lower = name.toString('latin1').toLowerCase();
     if (lower === 'x-request-id' || lower === 'x-sim-request-id') return rawHeaders[i + 1].toString('latin1');
+  }
+  return undefined;
+}
+
+/** A header's value from undici's raw header list [name, value, ...]; `lowerName` in lower case. */
+function headerFromRaw(rawHeaders: Buffer[], lowerName: string): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    if (name.length === lowerName.length && name.toString('latin1').toLowerCase() === lowerName)
+      return rawHeaders[i + 1].toString('latin1');
   }
   return undefined;
 }

@@ -5,6 +5,7 @@ import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { readBodyText } from './http-body.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
 import {
+  retryAfterOfHeaders,
   serverRequestIdOf,
   topDocumentTexts,
   type DriverOutcome,
@@ -124,6 +125,7 @@ export class RagLayerDriver implements RequestDriver {
           errorClass: httpClass,
           errorMessage: `HTTP ${status}: ${text.slice(0, 500)}`,
           content: '',
+          ...retryAfterOfHeaders(response.headers),
         };
       const parsed = parseJson(text);
       const shapeOk = this.shapeOk(parsed, expected);

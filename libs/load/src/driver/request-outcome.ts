@@ -60,6 +60,8 @@ export interface DriverOutcome {
   agentLoop?: RequestRecord['agentLoop'];
   /** The server's own id for the request (`x-request-id`, or the simulator's `x-sim-request-id`). */
   serverRequestId?: string;
+  /** A refused answer's `Retry-After` header in seconds (see `retryAfterHeaderSeconds`). */
+  retryAfterS?: number;
   /** True when the gate refused every path: nothing was sent. */
   gated?: boolean;
 }
@@ -100,6 +102,29 @@ export class RunAborted extends Error {
     super('run aborted');
     this.name = 'RunAborted';
   }
+}
+
+/** A `Retry-After` value (RFC 9110 10.2.3) in seconds: delta-seconds, else an HTTP-date from `nowMs`. */
+export function retryAfterHeaderSeconds(value: string | undefined, nowMs = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  const date = Date.parse(text);
+  return Number.isFinite(date) && /[a-z]/i.test(text) ? Math.max(0, (date - nowMs) / 1000) : undefined;
+}
+
+/** `{ retryAfterS }` from a raw `Retry-After` header when it parses, else nothing: for an outcome literal. */
+export function retryAfterField(value: string | undefined): { retryAfterS?: number } {
+  const s = retryAfterHeaderSeconds(value);
+  return s === undefined ? {} : { retryAfterS: s };
+}
+
+/** `{ retryAfterS }` from undici's response headers (`retry-after`), else nothing. */
+export function retryAfterOfHeaders(headers: Record<string, string | string[] | undefined>): {
+  retryAfterS?: number;
+} {
+  const value = headers['retry-after'];
+  return retryAfterField(Array.isArray(value) ? value[0] : value);
 }
 
 /** The server's request id from response headers, when it sends one. */

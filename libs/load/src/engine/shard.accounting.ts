@@ -155,6 +155,7 @@ export class ShardAccounting {
       if (outcome.errorMessage !== undefined) record.errorMessage = outcome.errorMessage.slice(0, 1000);
       if (outcome.serverRequestId !== undefined)
         record.serverRequestId = outcome.serverRequestId.slice(0, 200);
+      if (outcome.retryAfterS !== undefined) record.retryAfterS = outcome.retryAfterS;
       if (outcome.logprobs !== undefined) record.logprobs = outcome.logprobs;
       if (outcome.toolCalls !== undefined) record.toolCalls = outcome.toolCalls;
       if (outcome.retrievedDocuments !== undefined) record.retrievedDocuments = outcome.retrievedDocuments;

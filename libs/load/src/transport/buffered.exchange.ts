@@ -11,6 +11,8 @@ export class BufferedExchange implements Http1Exchange {
   status = 0;
   headersReceived = false;
   requestId: string | undefined = undefined;
+  /** The answer's `Retry-After` header, raw (a 429 or 503 may carry one). */
+  retryAfter: string | undefined = undefined;
   /** performance.now() right before the request's socket write; the caller's start until then. */
   sentMono: number;
   /** performance.now() of the read that completed the response (or of the failure). */
@@ -45,10 +47,11 @@ export class BufferedExchange implements Http1Exchange {
     this.sentMono = sentMono;
   }
 
-  onResponseHead(status: number, requestId: string | undefined): void {
+  onResponseHead(status: number, requestId: string | undefined, retryAfter?: string): void {
     this.status = status;
     this.headersReceived = true;
     this.requestId = requestId;
+    this.retryAfter = retryAfter;
   }
 
   onResponseBody(bytes: Buffer, start: number, end: number): void {

@@ -14,9 +14,11 @@ interface Parsed {
 
 class Collector implements Http1ResponseSink {
   heads: { status: number; requestId: string | undefined }[] = [];
+  retryAfters: (string | undefined)[] = [];
   parts: Buffer[] = [];
-  onResponseHead(status: number, requestId: string | undefined): void {
+  onResponseHead(status: number, requestId: string | undefined, retryAfter?: string): void {
     this.heads.push({ status, requestId });
+    this.retryAfters.push(retryAfter);
   }
   onResponseBody(bytes: Buffer, start: number, end: number): void {
     // Copied: the parser's contract says the bytes are valid only during the call.
@@ -206,6 +208,20 @@ describe(Http1ResponseParser.name, () => {
     expect(keep('HTTP/1.1 200 OK\r\n')).toBe(true);
     expect(keep('HTTP/1.1 200 OK\r\nconnection: upgrade, close\r\n')).toBe(false);
     expect(keep('HTTP/1.1 200\r\n')).toBe(true);
+  });
+
+  it('hands over the Retry-After header of each response, and none when it has none', () => {
+    const sink = new Collector();
+    const sut = new Http1ResponseParser(sink);
+    const first = Buffer.from(
+      'HTTP/1.1 429 Too Many Requests\r\nRETRY-AFTER: 7\r\ncontent-length: 0\r\n\r\n',
+    );
+    sut.execute(first, 0, first.length, 0);
+    sut.reset();
+    const second = Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n');
+    sut.execute(second, 0, second.length, 0);
+    expect(sink.heads.map((h) => h.status)).toEqual([429, 200]);
+    expect(sink.retryAfters).toEqual(['7', undefined]);
   });
 
   it('prefers x-request-id over x-sim-request-id in either order', () => {

@@ -31,7 +31,8 @@ const DONE = 13;
  * socket read that carried the bytes completed (one stamp per read).
  */
 export interface Http1ResponseSink {
-  onResponseHead(status: number, requestId: string | undefined): void;
+  /** `retryAfter`: the raw `Retry-After` header of the response, when it carries one. */
+  onResponseHead(status: number, requestId: string | undefined, retryAfter?: string): void;
   onResponseBody(bytes: Buffer, start: number, end: number, readMono: number): void;
 }
 
@@ -39,7 +40,7 @@ export interface Http1ResponseSink {
  * Incremental HTTP/1.x response parser (RFC 9112) for one connection, one response at a time
  * (no pipelining). Any split of the bytes into reads gives the same head and body. It keeps only
  * what the load engine needs from the head: status, `Content-Length`, `Transfer-Encoding`,
- * `Connection` and the server's request id (`x-request-id`, else `x-sim-request-id`); names are
+ * `Connection`, `Retry-After` and the server's request id (`x-request-id`, else `x-sim-request-id`); names are
  * case-insensitive. 1xx interim responses are skipped; bodies are framed by chunked coding (chunk
  * extensions skipped, trailers read and dropped), Content-Length, or the end of the connection.
  * Lines must end in CRLF (a bare LF is a framing error). Every framing error throws an
@@ -51,6 +52,8 @@ export class Http1ResponseParser {
   /** False when the connection must close after this response (Connection: close, HTTP/1.0, read-until-close). */
   keepAlive = true;
   requestId: string | undefined = undefined;
+  /** The response's `Retry-After` header, raw (a 429 or 503 may carry one). */
+  retryAfter: string | undefined = undefined;
   private state = HEAD;
   private contentLength = -1;
   private transferEncoding = false;
@@ -230,7 +233,8 @@ export class Http1ResponseParser {
         nameLength === 17 ||
         nameLength === 10 ||
         nameLength === 12 ||
-        nameLength === 16
+        nameLength === 16 ||
+        nameLength === 11
       ) {
         this.headerField(text.slice(line, colon).toLowerCase(), trimValue(text, colon + 1, lf - 1));
       }
@@ -266,7 +270,7 @@ export class Http1ResponseParser {
       this.state = BODY_UNTIL_CLOSE;
       this.keepAlive = false;
     }
-    this.sink.onResponseHead(status, this.requestId);
+    this.sink.onResponseHead(status, this.requestId, this.retryAfter);
   }
 
   private headerField(name: string, value: string): void {
@@ -302,6 +306,9 @@ export class Http1ResponseParser {
       case 'x-sim-request-id':
         this.xSimRequestId = value;
         return;
+      case 'retry-after':
+        this.retryAfter = value;
+        return;
     }
   }
 
@@ -313,6 +320,7 @@ export class Http1ResponseParser {
     this.connectionKeepAlive = false;
     this.xRequestId = undefined;
     this.xSimRequestId = undefined;
+    this.retryAfter = undefined;
   }
 
   /** Chunk size lines, the CRLF after chunk data, trailers: byte by byte, any split. */

@@ -14,7 +14,7 @@ export interface Http1Exchange {
   http1Connection: Http1Connection | null;
   /** performance.now() taken right before the request's socket write (again on a retry). */
   onRequestSent(sentMono: number): void;
-  onResponseHead(status: number, requestId: string | undefined): void;
+  onResponseHead(status: number, requestId: string | undefined, retryAfter?: string): void;
   /** Body bytes `bytes[start, end)`, valid only during the call (see Http1ResponseSink). */
   onResponseBody(bytes: Buffer, start: number, end: number, readMono: number): void;
   onResponseEnd(readMono: number): void;
@@ -298,8 +298,8 @@ export class Http1Connection implements Http1ResponseSink {
     if (this.connected) this.send(exchange);
   }
 
-  onResponseHead(status: number, requestId: string | undefined): void {
-    this.exchange?.onResponseHead(status, requestId);
+  onResponseHead(status: number, requestId: string | undefined, retryAfter?: string): void {
+    this.exchange?.onResponseHead(status, requestId, retryAfter);
   }
 
   onResponseBody(bytes: Buffer, start: number, end: number, readMono: number): void {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Prng } from '../text/prng.util';
+import { Prng, mix32 } from '../text/prng.util';
 import { tokenIds } from '../text/tokenizer.util';
 import {
   planOutput,
@@ -341,10 +341,15 @@ function checkModel(ctx: SimContext, model: string): void {
   }
 }
 
-/** Requests fail at once while the http_5xx fault is on (with probability `rate`). */
+/**
+ * Requests fail at once while the http_5xx fault is on (with probability `rate`), drawn per request
+ * number and the target's seed: without the seed every seed failed the same requests (at 1 %, the
+ * first at request 214, past what a 10 s run sends).
+ */
 export function injectedServerError(ctx: SimContext, requestNumber: number): ApiError | null {
   const fault = ctx.faults.get('http_5xx');
-  if (fault === undefined || new Prng(requestNumber * 2654435761).next() >= fault.rate) return null;
+  if (fault === undefined || new Prng(mix32(requestNumber, ctx.config.seed)).next() >= fault.rate)
+    return null;
   if (fault.status === 500)
     return new ApiError(
       500,
@@ -361,10 +366,14 @@ export function injectedServerError(ctx: SimContext, requestNumber: number): Api
   );
 }
 
-/** Completion requests are refused with 429 while the rate_limit fault is on (with probability `rate`). */
+/**
+ * Completion requests are refused with 429 while the rate_limit fault is on (with probability
+ * `rate`), drawn per request number and the target's seed (apart from the 5xx draw).
+ */
 export function injectedRateLimit(ctx: SimContext, requestNumber: number): ApiError | null {
   const fault = ctx.faults.get('rate_limit');
-  if (fault === undefined || new Prng(requestNumber * 40503 + 1).next() >= fault.rate) return null;
+  if (fault === undefined || new Prng(mix32(requestNumber, ctx.config.seed ^ 0x429)).next() >= fault.rate)
+    return null;
   return new ApiError(
     429,
     `Rate limit reached for requests. Please try again in ${fault.retryAfterS}s.`,

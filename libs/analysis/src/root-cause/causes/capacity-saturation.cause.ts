@@ -14,7 +14,8 @@ import { iso, ms, type DiagnosisContext } from '../diagnosis.context';
  */
 export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boolean): RootCauseCause | null {
   const { steady, options } = ctx;
-  if (!steady || kvPressure) return null;
+  // A target starved on the generator's host, or a starved client, queues without being the limit.
+  if (!steady || kvPressure || ctx.clientLimited !== null) return null;
   const waiting = gpuMean(steady.gpu, 'requests_waiting');
   if (waiting === null || waiting < CauseThresholds.queueWaitingMean) return null;
   const scrapes = gpuSeries(steady.gpu, 'requests_waiting');

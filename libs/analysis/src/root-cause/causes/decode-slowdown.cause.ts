@@ -9,12 +9,14 @@ import { iso, ms, type DiagnosisContext } from '../diagnosis.context';
  * is `dram-bandwidth-saturation`, else `engine-step-slowdown`. Not named beside KV pressure,
  * which explains the same rise, nor when the server's own inter-token latency (its histogram's
  * sum over count, where it exposes one) did not jump: then the gaps grew between the server and
- * the client (a starved client, the network), not in the engine.
+ * the client (a starved client, the network), not in the engine; nor while the generator judged
+ * the recent span client-limited (`DiagnosisContext.clientLimited`).
  */
 export function decodeSlowdownCause(ctx: DiagnosisContext, kvPressure: boolean): RootCauseCause | null {
   const { itl, itlBase, itlJump, recent } = ctx;
   if (
     kvPressure ||
+    ctx.clientLimited !== null ||
     !ctx.overBudget ||
     itlJump === null ||
     itlJump < ctx.options.jumpFactor ||

@@ -7,8 +7,10 @@ import { iso, pct, type DiagnosisContext, type TimedCall } from '../diagnosis.co
  * Failed calls by class, each its own cause: 5xx answers, 429 rate limiting, timeouts, connection
  * errors. Each is judged over the error span (`CauseThresholds.errorWindowMs`, warm-up included)
  * so a rate of 1 % still counts, and named when its share costs tier SLO-1's availability (spec:
- * 99.5 %) with at least `errorMinCount` of them; the cause says its share, its count, when it
- * started in that span and an example.
+ * 99.5 %): for a status the target answered (5xx, 429) from the first one, for what the client
+ * judged (timeouts, connection errors) with at least `errorMinCount` of them and not while the
+ * client was limited; the cause says its share, its count, when it started in that span and an
+ * example.
  */
 interface ErrorClassRule {
   readonly kind: string;
@@ -18,6 +20,13 @@ interface ErrorClassRule {
   readonly what: string;
   readonly advice: (failed: readonly TimedCall[]) => string[];
   readonly figures?: (failed: readonly TimedCall[]) => Record<string, number>;
+  readonly evidence?: (failed: readonly TimedCall[]) => string[];
+  /**
+   * The target's own answer (a status it sent): one is a fact, named once its share costs the
+   * availability. Else judged by the client (timeouts, connections): `errorMinCount` of them, and
+   * not while the client was limited, whose own stalls time requests out.
+   */
+  readonly answered: boolean;
 }
 
 /** The seconds a 429 asks to wait: `Retry-After: n` or OpenAI's "Please try again in 1.5s / 20ms". */
@@ -31,6 +40,13 @@ export function retryAfterSeconds(text: string | undefined): number | null {
   return m[2]?.toLowerCase() === 'ms' ? value / 1000 : value;
 }
 
+/** The waits the 429s asked for: the `Retry-After` header, else what the error text says. */
+function retryAfterWaits(failed: readonly TimedCall[]): number[] {
+  return failed
+    .map((c) => c.retryAfterS ?? retryAfterSeconds(c.error))
+    .filter((s): s is number => s !== null);
+}
+
 const RULES: readonly ErrorClassRule[] = [
   {
     kind: 'server-errors',
@@ -38,6 +54,7 @@ const RULES: readonly ErrorClassRule[] = [
     // A rerank 503 is the reranker's cap refusing (spec: fail fast "reranker busy"), named on its own.
     select: (c) => !c.ok && c.status >= 500 && !(c.layer === 'rerank' && c.status === 503),
     what: 'failed with 5xx',
+    answered: true,
     advice: () => [
       'read the server log for the failing requests; check health checks and restarts of the engine',
     ],
@@ -47,14 +64,28 @@ const RULES: readonly ErrorClassRule[] = [
     title: 'the target rate-limits the load (429 Too Many Requests): these are refusals, not server faults',
     select: (c) => !c.ok && c.status === 429,
     what: 'refused with 429',
+    answered: true,
     figures: (failed): Record<string, number> => {
-      const waits = failed.map((c) => retryAfterSeconds(c.error)).filter((s): s is number => s !== null);
+      const waits = retryAfterWaits(failed);
+      const fromHeader = failed.filter((c) => c.retryAfterS !== undefined).length;
       return waits.length
-        ? { retryAfterMaxS: Math.max(...waits), retryAfterShare: waits.length / failed.length }
+        ? {
+            retryAfterMaxS: Math.max(...waits),
+            retryAfterShare: waits.length / failed.length,
+            retryAfterHeaderShare: fromHeader / failed.length,
+          }
         : {};
     },
+    evidence: (failed) => {
+      const waits = retryAfterWaits(failed);
+      const fromHeader = failed.filter((c) => c.retryAfterS !== undefined).length;
+      if (!waits.length) return ['no Retry-After on the 429 answers'];
+      return [
+        `Retry-After on ${waits.length}/${failed.length} answers (${fromHeader} from the header${fromHeader < waits.length ? ', the rest read from the error text' : ''}): ${Math.min(...waits)}-${Math.max(...waits)} s`,
+      ];
+    },
     advice: (failed) => {
-      const waits = failed.map((c) => retryAfterSeconds(c.error)).filter((s): s is number => s !== null);
+      const waits = retryAfterWaits(failed);
       return [
         waits.length
           ? `honour Retry-After (the target asked to wait up to ${Math.max(...waits)} s) and lower the request or token rate below the quota`
@@ -68,6 +99,7 @@ const RULES: readonly ErrorClassRule[] = [
     title: 'requests time out before the target answers completely',
     select: (c, d) => !c.ok && d.errorClass === 'timeout',
     what: 'timed out',
+    answered: false,
     advice: () => [
       'compare the timeout with the latency the target reaches under this load: a queueing target (see capacity) needs fewer streams, a slow stream a longer timeout',
       'check the target and any proxy between for stalled connections (idle timeouts, slow upstreams)',
@@ -78,6 +110,7 @@ const RULES: readonly ErrorClassRule[] = [
     title: 'connections to the target fail (refused, reset or unreachable)',
     select: (c, d) => !c.ok && d.errorClass === 'connect',
     what: 'could not connect or were reset before an answer',
+    answered: false,
     advice: () => [
       'check that the target is up and listening, and its connection limits (max connections, backlog, file descriptors)',
       'look for restarts of the target or a load balancer dropping connections under this load',
@@ -92,8 +125,9 @@ export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
     for (const c of d.calls) calls.push({ call: { ...c, at: d.at, startedAt: d.startedAt }, digest: d });
   const out: RootCauseCause[] = [];
   for (const rule of RULES) {
+    if (!rule.answered && ctx.clientLimited !== null) continue;
     const failed = calls.filter((x) => rule.select(x.call, x.digest)).map((x) => x.call);
-    if (failed.length < CauseThresholds.errorMinCount) continue;
+    if (!failed.length || (!rule.answered && failed.length < CauseThresholds.errorMinCount)) continue;
     const share = failed.length / calls.length;
     if (share < CauseThresholds.errorShare) continue;
     const since = Math.min(...failed.map((c) => c.startedAt));
@@ -109,6 +143,7 @@ export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
         `${failed.length}/${calls.length} calls (${pct(share)}) in the last ${seconds} s ${rule.what} (on ${layers.join(', ')}); above ${pct(CauseThresholds.errorShare)}, tier SLO-1's error budget (spec: 99.5 % availability)`,
         `first at ${iso(since)}`,
         `example: ${failed[0].error ?? `HTTP ${failed[0].status}`}`,
+        ...(rule.evidence?.(failed) ?? []),
       ],
       figures: { failed: failed.length, calls: calls.length, share, ...(rule.figures?.(failed) ?? {}) },
       thresholds: [

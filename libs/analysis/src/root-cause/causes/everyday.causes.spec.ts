@@ -126,6 +126,34 @@ describe('everyday causes', () => {
       ]);
     });
 
+    it('takes the Retry-After header the load-generator read over the error text, and says which', () => {
+      const timeline = callTimeline(8, 40, (i) =>
+        i % 10 === 0
+          ? {
+              call: { status: 429, error: 'HTTP 429: quota', retryAfterS: i % 20 === 0 ? 2 : 5 },
+              errorClass: 'http-4xx',
+            }
+          : null,
+      );
+      const [cause] = diagnose(timeline, T0 + 8_000);
+      expect(cause.kind).toBe('rate-limited');
+      expect(cause.figures).toMatchObject({
+        retryAfterMaxS: 5,
+        retryAfterShare: 1,
+        retryAfterHeaderShare: 1,
+      });
+      expect(cause.evidence).toContain('Retry-After on 32/32 answers (32 from the header): 2-5 s');
+      expect(cause.advice[0]).toMatch(/Retry-After.*5 s/);
+    });
+
+    it('names one 5xx in 120 calls at once: 0.8 % breaks SLO-1 availability (99.5 %)', () => {
+      const timeline = callTimeline(3, 40, (i) =>
+        i === 60 ? { call: { status: 503, error: 'HTTP 503: overloaded' }, errorClass: 'http-5xx' } : null,
+      );
+      const [cause] = diagnose(timeline, T0 + 3_000);
+      expect(cause).toMatchObject({ kind: 'server-errors', figures: { failed: 1, calls: 120 } });
+    });
+
     it('names server-errors at a 1 % rate once a few have been seen, with the share and onset', () => {
       const timeline = callTimeline(10, 40, (i) =>
         i % 100 === 50
@@ -154,11 +182,26 @@ describe('everyday causes', () => {
       ).toEqual(['connection-errors', 'request-timeouts']);
     });
 
-    it('names nothing for two stray errors, or an error share within the SLO-1 budget', () => {
+    it('names two 5xx that cost the SLO-1 budget, but not two timeouts, nor a share within it', () => {
+      // 2 of 320 answers 5xx: availability 99.4 % < 99.5 %; the target said so itself.
+      const [cause, ...rest] = diagnose(
+        callTimeline(8, 40, (i) =>
+          i === 7 || i === 99 ? { call: { status: 500 }, errorClass: 'http-5xx' } : null,
+        ),
+        T0 + 8_000,
+      );
+      expect(rest).toEqual([]);
+      expect(cause).toMatchObject({ kind: 'server-errors', figures: { failed: 2, calls: 320 } });
+      // Two timeouts are the client's judgement: under errorMinCount, not named.
       expect(
         diagnose(
           callTimeline(8, 40, (i) =>
-            i === 7 || i === 99 ? { call: { status: 500 }, errorClass: 'http-5xx' } : null,
+            i === 7 || i === 99
+              ? {
+                  call: { error: 'RequestTimeout: no complete response within 500 ms' },
+                  errorClass: 'timeout',
+                }
+              : null,
           ),
           T0 + 8_000,
         ),
@@ -327,6 +370,118 @@ describe('engine-step-slowdown against the server’s own inter-token latency', 
 
   it('names nothing when only the client saw longer gaps (the server’s ITL held)', () => {
     expect(slower(() => 10).map((c) => c.kind)).not.toContain('engine-step-slowdown');
+  });
+});
+
+describe('a fault that began inside the span after warm-up', () => {
+  it('is judged against the quietest span of the run so far, warm-up included', () => {
+    // ITL 10 ms until 2.5 s, then 40 ms: the span after warm-up (2-4 s) is mostly the fault.
+    const timeline = new RunTimeline();
+    for (const w of windows(10, (s) =>
+      s >= 2 ? { e2e: 1_500, ttft: 50, itl: 40 } : { e2e: 400, ttft: 50, itl: 10 },
+    ))
+      timeline.addWindow(w);
+    const [cause] = diagnose(timeline, T0 + 8_000);
+    expect(cause).toMatchObject({
+      kind: 'engine-step-slowdown',
+      figures: { itlP50Ms: expect.closeTo(40, 0), itlP50BaselineMs: expect.closeTo(10, 0) },
+    });
+  });
+});
+
+describe('stalls beside a full KV cache', () => {
+  it('names kv-cache-pressure alone: preempted sequences pause their streams', () => {
+    const timeline = new RunTimeline();
+    for (const w of windows(10, () => ({ e2e: 400, ttft: 50, itl: 10 }))) timeline.addWindow(w);
+    // Streams with 10 ms gaps, from 6 s half of them paused 900 ms mid-stream.
+    const digests: RecordDigest[] = [];
+    for (let at = T0 + 100; at <= T0 + 10_000; at += 100)
+      digests.push({
+        ...digest(at),
+        gapMedianMs: 10,
+        gapMaxMs: at > T0 + 6_000 && at % 200 === 0 ? 900 : 12,
+      });
+    timeline.addDigests(digests);
+    const stalls = diagnose(timeline, T0 + 10_000).map((c) => c.kind);
+    for (let at = T0 + 250; at <= T0 + 10_000; at += 500)
+      timeline.addGpu(
+        gpu(at, {
+          kv_cache_usage_ratio: at > T0 + 6_000 ? 0.98 : 0.3,
+          requests_waiting: at > T0 + 6_000 ? 4 : 0,
+          requests_running: 8,
+        }),
+      );
+    expect(stalls).toEqual(['stream-stall']);
+    expect(diagnose(timeline, T0 + 10_000).map((c) => c.kind)).toEqual(['kv-cache-pressure']);
+  });
+});
+
+describe('causes timed by the client, while the client was limited', () => {
+  const health = (cpuBusy: number, loopUtilization = 0.3, loopDelayP99Ms = 12) => ({
+    loopDelayP99Ms,
+    loopDelayMaxMs: 20,
+    loopUtilization,
+    cpuBusy,
+    sendLateP99Ms: 1,
+    inFlightMax: 4,
+    concurrency: 4,
+    e2eP50Ms: 400,
+    recordBudgetPerSec: 100,
+  });
+  /** ITL jumps x4 at 6 s; the generator's health of each second from `healthOf`. */
+  function slowdown(healthOf: (s: number) => ReturnType<typeof health>) {
+    const timeline = new RunTimeline();
+    for (const w of windows(10, (s) =>
+      s >= 6 ? { e2e: 1_500, ttft: 50, itl: 40 } : { e2e: 400, ttft: 50, itl: 10 },
+    ))
+      timeline.addWindow({ ...w, health: healthOf(w.seq) });
+    return timeline;
+  }
+
+  it('names the slowdown when the generator and its host kept up', () => {
+    expect(
+      diagnose(
+        slowdown(() => health(0.6)),
+        T0 + 10_000,
+      ).map((c) => c.kind),
+    ).toEqual(['engine-step-slowdown']);
+  });
+
+  it('names it on a busy host whose threads still ran on time', () => {
+    expect(
+      diagnose(
+        slowdown(() => health(1)),
+        T0 + 10_000,
+      ).map((c) => c.kind),
+    ).toEqual(['engine-step-slowdown']);
+  });
+
+  it('claims no latency cause on a span with a starved host or a client-bound window', () => {
+    expect(
+      diagnose(
+        slowdown((s) => health(s === 8 ? 0.99 : 0.6, 0.3, 80)),
+        T0 + 10_000,
+      ),
+    ).toEqual([]);
+    expect(
+      diagnose(
+        slowdown((s) => health(0.6, s === 9 ? 0.97 : 0.3)),
+        T0 + 10_000,
+      ),
+    ).toEqual([]);
+  });
+
+  it('still names what the target answered (5xx), but not timeouts the client judged', () => {
+    const timeline = callTimeline(8, 40, (i) =>
+      i % 10 === 1
+        ? { call: { status: 503, error: 'HTTP 503: overloaded' }, errorClass: 'http-5xx' }
+        : i % 10 === 2
+          ? { call: { error: 'RequestTimeout: no complete response within 500 ms' }, errorClass: 'timeout' }
+          : null,
+    );
+    for (const w of windows(8, () => ({ e2e: 40, ttft: 10, itl: 5 })))
+      timeline.addWindow({ ...w, health: health(1, 0.3, 120) });
+    expect(diagnose(timeline, T0 + 8_000).map((c) => c.kind)).toEqual(['server-errors']);
   });
 });
 

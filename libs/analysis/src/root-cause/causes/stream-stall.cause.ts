@@ -6,9 +6,12 @@ import { median, ms, pct, range, type DiagnosisContext } from '../diagnosis.cont
  * Token-stream interruption (spec flow, P99 not explained by a hop): responses that pause
  * mid-stream for at least `stallMs` (or 20 baseline gaps). Judged against a baseline only. A paused
  * client (the generator's own event loop blocked) stalls every stream and the first token alike;
- * a server-side stall leaves TTFT alone, so a TTFT jump rules it out.
+ * a server-side stall leaves TTFT alone, so a TTFT jump rules it out, and so does a recent span
+ * the generator judged client-limited (`DiagnosisContext.clientLimited`). Not named beside KV
+ * pressure: a full cache preempts sequences, whose streams pause while they are recomputed (the
+ * detection matrix's KV cells named stream-stall in 18 of 30 runs).
  */
-export function streamStallCause(ctx: DiagnosisContext): RootCauseCause | null {
+export function streamStallCause(ctx: DiagnosisContext, kvPressure = false): RootCauseCause | null {
   const { recent, base, options } = ctx;
   const streamed = recent.digests.filter((d) => d.gapMaxMs !== null);
   const baseGap = base
@@ -21,8 +24,10 @@ export function streamStallCause(ctx: DiagnosisContext): RootCauseCause | null {
   const stalled = streamed.filter((d) => (d.gapMaxMs ?? 0) >= stallBound);
   const clientPaused = ctx.ttftJump !== null && ctx.ttftJump >= options.jumpFactor;
   if (
+    kvPressure ||
     !ctx.hasBaseline ||
     clientPaused ||
+    ctx.clientLimited !== null ||
     streamed.length < CauseThresholds.stallMinResponses ||
     stalled.length < CauseThresholds.stallMinStalled ||
     stalled.length / streamed.length < CauseThresholds.stallShare

@@ -4,6 +4,7 @@ import { httpStepToolName } from '@fathom/semantic';
 import { classifyError, errorText, httpErrorClass } from '../error-class.util';
 import { readBody } from '../http-body.util';
 import { targetPath } from '../target-url.util';
+import { retryAfterOfHeaders } from '../request-outcome';
 import {
   observeToolCall,
   pushToolCall,
@@ -79,7 +80,10 @@ export class HttpStepClient implements StepClient {
         statusClass,
         // The answer's first 200 characters say why (e.g. the spec's "reranker busy: n/32 in use").
         ...(statusClass
-          ? { statusText: body ? `HTTP ${status}: ${body.slice(0, 200)}` : `HTTP ${status}` }
+          ? {
+              statusText: body ? `HTTP ${status}: ${body.slice(0, 200)}` : `HTTP ${status}`,
+              ...retryAfterOfHeaders(response.headers),
+            }
           : {}),
       };
     } catch (error) {

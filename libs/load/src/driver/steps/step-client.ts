@@ -18,6 +18,8 @@ export interface StepAnswer {
   statusClass: ErrorClass | null;
   /** Why, for a status class: the status and the first characters of what came with it. */
   statusText?: string;
+  /** A refusal's `Retry-After` (s), when the answer carried one (HTTP). */
+  retryAfterS?: number;
   /** A failure no assertion can pass: transport, framing, a malformed frame, our timeout. */
   failure?: { errorClass: ErrorClass; message: string };
 }

@@ -14,6 +14,7 @@ async function jsonServer() {
       if (req.url === '/api/login')
         setTimeout(() => res.end(JSON.stringify({ token: 'abc', user: { roles: ['admin'] } })), 5);
       else if (req.url === '/api/report') res.end('{"status":"success","rows":3}');
+      else if (req.url === '/api/busy') res.writeHead(429, { 'retry-after': '7' }).end('slow down');
       else if (req.url === '/api/embeddings')
         res.end('{"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":2,"total_tokens":2}}');
       else res.writeHead(500).end('boom');
@@ -106,6 +107,32 @@ describe('HTTP steps with named semantic assertions', () => {
       });
       expect(sut.errors).toBe(sut.sent);
       expect(sut.assertions['report.many-rows'].failed).toBe(sut.sent);
+    } finally {
+      await target.close();
+    }
+  });
+
+  it("carries a refused step's Retry-After header to the record", async () => {
+    const target = await jsonServer();
+    const records: { errorClass: string | null; retryAfterS?: number }[] = [];
+    try {
+      await runShard({
+        spec: CampaignSpecSchema.parse({
+          name: 'dag',
+          target: { baseUrl: target.url },
+          scenario: { type: 'http', steps: [{ name: 'busy', path: '/api/busy' }] },
+          load: { concurrency: 1, durationMs: 200, recordSampleRate: 1 },
+        }),
+        shard: { index: 0, count: 1 },
+        runId: 'r',
+        campaignId: 'c',
+        generatorId: 'g',
+        sink: { record: (r) => void records.push(r), window: () => undefined },
+        signal: new AbortController().signal,
+      });
+      expect(records.length).toBeGreaterThan(0);
+      expect(records.map((r) => [r.errorClass, r.retryAfterS])).toContainEqual(['http-4xx', 7]);
+      expect(records.every((r) => r.retryAfterS === 7)).toBe(true);
     } finally {
       await target.close();
     }

@@ -35,6 +35,8 @@ interface StepResult {
   status: number;
   errorClass: ErrorClass | null;
   message?: string;
+  /** The refusal's `Retry-After` header (s), when it carried one. */
+  retryAfterS?: number;
   /** Message arrivals of a streaming step, from the iteration's start. */
   offsetsMs: number[];
 }
@@ -149,6 +151,7 @@ export class StepDagDriver implements RequestDriver {
       e2eMs,
       errorClass: failed?.errorClass ?? null,
       ...(failed ? { errorMessage: `step ${steps[failedIndex].name}: ${failed.message}` } : {}),
+      ...(failed?.retryAfterS !== undefined ? { retryAfterS: failed.retryAfterS } : {}),
       content: `${ran}/${steps.length} steps ran`,
       assertions,
       steps: stepRuns,
@@ -239,6 +242,7 @@ export class StepDagDriver implements RequestDriver {
         status,
         errorClass: statusClass,
         message: answer.statusText ?? `status ${answer.status}`,
+        ...(answer.retryAfterS !== undefined ? { retryAfterS: answer.retryAfterS } : {}),
       };
     if (firstFailed !== null)
       return { ok: false, status, errorClass: 'other', message: `assertion ${firstFailed} failed` };

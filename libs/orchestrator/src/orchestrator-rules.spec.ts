@@ -66,31 +66,35 @@ describe(reconcileOpenRun.name, () => {
     planPublishedAt: 1000,
   };
   it('applies a stored report', () => {
-    expect(reconcileOpenRun(run, 10_000, runSummary(), 3000, 60_000)).toMatchObject({
+    expect(reconcileOpenRun(run, 10_000, runSummary(), 3000, 60_000, 600_000)).toMatchObject({
       action: 'apply-report',
       status: 'completed',
     });
   });
   it('keeps a run until its planned end plus grace, then fails it with the reason', () => {
-    expect(reconcileOpenRun(run, 10_000, null, 2000 + 10_000 + 59_999, 60_000)).toEqual({ action: 'keep' });
-    const failed = reconcileOpenRun(run, 10_000, null, 2000 + 10_000 + 60_000, 60_000);
+    expect(reconcileOpenRun(run, 10_000, null, 2000 + 10_000 + 59_999, 60_000, 600_000)).toEqual({
+      action: 'keep',
+    });
+    const failed = reconcileOpenRun(run, 10_000, null, 2000 + 10_000 + 60_000, 60_000, 600_000);
     expect(failed).toMatchObject({ action: 'fail' });
     expect(failed.action === 'fail' && failed.reason).toMatch(/no report 70 s after the run started/);
   });
-  it('measures a run that never started from its plan going out', () => {
+  it('waits for a run that no generator started yet (queued at its shard cap) the start grace, then fails it', () => {
     const pending = { ...run, status: 'pending' as const, startedAt: null, planPublishedAt: 1500 };
-    expect(reconcileOpenRun(pending, 0, null, 1500 + 4999, 5000)).toEqual({ action: 'keep' });
-    const failed = reconcileOpenRun(pending, 0, null, 1500 + 5000, 5000);
+    // Past the planned end plus the run grace, but within the start grace: queued, not lost.
+    expect(reconcileOpenRun(pending, 0, null, 1500 + 60_000, 5000, 600_000)).toEqual({ action: 'keep' });
+    expect(reconcileOpenRun(pending, 0, null, 1500 + 599_999, 5000, 600_000)).toEqual({ action: 'keep' });
+    const failed = reconcileOpenRun(pending, 0, null, 1500 + 600_000, 5000, 600_000);
     expect(failed).toMatchObject({ action: 'fail' });
     expect(failed.action === 'fail' && failed.reason).toMatch(
-      /no report 5 s after the run's plan was published .* stopped while it was pending/,
+      /no load-generator started it 600 s after its plan was published .* shard cap/,
     );
   });
   it('keeps a pending run whose plan is still owed, however old: the outbox publishes it', () => {
     const owed = { ...run, status: 'pending' as const, startedAt: null, planPublishedAt: null };
-    expect(reconcileOpenRun(owed, 10_000, null, 1000 + 3_600_000, 5000)).toEqual({ action: 'keep' });
+    expect(reconcileOpenRun(owed, 10_000, null, 1000 + 3_600_000, 5000, 600_000)).toEqual({ action: 'keep' });
     // A stored report still decides.
-    expect(reconcileOpenRun(owed, 10_000, runSummary(), 1000 + 3_600_000, 5000)).toMatchObject({
+    expect(reconcileOpenRun(owed, 10_000, runSummary(), 1000 + 3_600_000, 5000, 600_000)).toMatchObject({
       action: 'apply-report',
     });
   });

@@ -14,6 +14,12 @@ export const OrchestratorSettingsSchema = z.object({
    * settle time (FATHOM_ANALYZER_SETTLE_MS, 15 s by default) with room to spare.
    */
   FATHOM_RUN_GRACE_MS: z.coerce.number().int().positive().default(120_000),
+  /**
+   * A run whose plan went to the load-generators but that none started is failed this long after
+   * the plan went out: generators at their shard cap (FATHOM_MAX_ACTIVE_SHARDS) queue shards, and
+   * a burst of runs waits there for its turn.
+   */
+  FATHOM_RUN_START_GRACE_MS: z.coerce.number().int().positive().default(600_000),
   /** How often open runs are reconciled with stored reports and deadlines, ms. */
   FATHOM_RECONCILE_INTERVAL_MS: z.coerce.number().int().positive().default(5_000),
   /** How often due schedules are looked at, ms. */

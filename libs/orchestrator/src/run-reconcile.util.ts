@@ -23,9 +23,11 @@ export type Reconciliation =
  * What an open (pending or running) run should become, from what storage holds: the analyzer's
  * stored report decides when there is one (the orchestrator may have died before it consumed
  * the report event); a pending run whose plan is still owed stays (nothing was ever asked of a
- * load-generator, and the plan is published on the next pass); otherwise a run past its planned
- * end plus `graceMs`, counted from its start or else from its plan's publishing, is failed with
- * the reason, since nothing is running it any more; otherwise it stays as it is.
+ * load-generator, and the plan is published on the next pass). A started run past its planned
+ * end plus `graceMs` is failed with the reason, since nothing is running it any more. A run whose
+ * plan went out but that no load-generator started is failed only `startGraceMs` after its plan
+ * went out: a generator at its shard cap queues shards, and a burst of runs waits its turn there
+ * (200 campaigns posted at once, 8 shards at a time, waited up to 150 s).
  */
 export function reconcileOpenRun(
   run: OpenRun,
@@ -33,25 +35,30 @@ export function reconcileOpenRun(
   report: RunSummary | null,
   now: number,
   graceMs: number,
+  startGraceMs: number,
 ): Reconciliation {
   if (report && report.status !== 'pending' && report.status !== 'running') {
     return { action: 'apply-report', status: report.status, reason: report.reason, at: report.endedAt };
   }
   if (run.status === 'pending' && run.planPublishedAt === null) return { action: 'keep' };
-  const anchor = run.startedAt ?? run.planPublishedAt ?? run.createdAt;
-  const deadline = anchor + (plannedDurationMs ?? 0) + graceMs;
+  const planned = Math.round((plannedDurationMs ?? 0) / 1000);
+  if (run.startedAt === null) {
+    const anchor = run.planPublishedAt ?? run.createdAt;
+    if (now < anchor + startGraceMs) return { action: 'keep' };
+    return {
+      action: 'fail',
+      reason:
+        `no load-generator started it ${Math.round((now - anchor) / 1000)} s after its plan was published ` +
+        `(start grace ${Math.round(startGraceMs / 1000)} s): none is running, or every one stayed at its shard cap`,
+    };
+  }
+  const deadline = run.startedAt + (plannedDurationMs ?? 0) + graceMs;
   if (now < deadline) return { action: 'keep' };
-  const since =
-    run.startedAt !== null
-      ? 'the run started'
-      : run.planPublishedAt !== null
-        ? "the run's plan was published"
-        : 'the run was created';
   return {
     action: 'fail',
     reason:
-      `no report ${Math.round((now - anchor) / 1000)} s after ${since} ` +
-      `(planned ${Math.round((plannedDurationMs ?? 0) / 1000)} s + ${Math.round(graceMs / 1000)} s grace): ` +
+      `no report ${Math.round((now - run.startedAt) / 1000)} s after the run started ` +
+      `(planned ${planned} s + ${Math.round(graceMs / 1000)} s grace): ` +
       'its orchestrator or load-generator stopped while it was ' +
       run.status,
   };

@@ -69,6 +69,7 @@ export class RunReconcilerService implements OnApplicationBootstrap, OnApplicati
           summary,
           now,
           this.config.FATHOM_RUN_GRACE_MS,
+          this.config.FATHOM_RUN_START_GRACE_MS,
         );
         if (decision.action === 'apply-report' && summary) {
           await this.runs.saveSummary(run.id, summary);

@@ -34,7 +34,7 @@ const run = (url: string, scenario: unknown) =>
       name: 'dag',
       target: { baseUrl: url },
       scenario,
-      load: { concurrency: 1, durationMs: 400 },
+      load: { concurrency: 1, durationMs: 1000 },
     }),
     shard: { index: 0, count: 1 },
     runId: 'r',

@@ -43,12 +43,27 @@ function startTarget() {
 }
 
 /** The peers of a mode: autocannon non-streamed; streamed, the bare reader and the parsing reader. */
-const PEERS = { json: ['peer-autocannon.js'], stream: ['peer-sse.js', 'peer-sse-parse.js'] };
+const PEERS = {
+  json: [['peer-autocannon.js']],
+  stream: [
+    ['peer-sse.js', 'bare'],
+    ['peer-sse.js', 'parse'],
+  ],
+};
 
-function peer(script) {
+function peer([script, ...extra]) {
   const out = spawnSync(
     'taskset',
-    ['-c', clientCore, process.execPath, join(here, script), url, String(concurrency), String(seconds)],
+    [
+      '-c',
+      clientCore,
+      process.execPath,
+      join(here, script),
+      url,
+      String(concurrency),
+      String(seconds),
+      ...extra,
+    ],
     { encoding: 'utf8', maxBuffer: 16 << 20 },
   );
   const line = out.stdout.trim().split('\n').pop();
@@ -181,9 +196,9 @@ async function main() {
             `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB) | ${parts.join(' | ')}`,
         );
       }
-      scripts.forEach((script, i) =>
+      scripts.forEach((argv, i) =>
         console.log(
-          `  median against ${script}: throughput x${median(ratios[i].throughput).toFixed(2)} of the peer (goal >= 0.9), ` +
+          `  median against ${argv.join(' ')}: throughput x${median(ratios[i].throughput).toFixed(2)} of the peer (goal >= 0.9), ` +
             `P50 x${median(ratios[i].p50).toFixed(2)} (goal <= 1.25)`,
         ),
       );

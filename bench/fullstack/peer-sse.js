@@ -1,8 +1,12 @@
-// The streamed peer: a bare undici reader that sends the same request and reads each SSE stream
-// to its end, timing it (no parsing beyond finding the end). Usage: node peer-sse.js URL CONCURRENCY SECONDS
+// The streamed peers: an undici reader that sends the same request and reads each SSE stream to
+// its end, timing it. `bare` finds only the end; `parse` also splits out each SSE event, parses
+// its JSON and stamps each content token (TTFT and inter-token gaps), as vLLM's benchmark_serving
+// and GuideLLM do per stream.
+// Usage: node peer-sse.js URL CONCURRENCY SECONDS [bare|parse]
 'use strict';
 const { Pool } = require('undici');
-const [url, concurrency, seconds] = process.argv.slice(2);
+const [url, concurrency, seconds, mode = 'bare'] = process.argv.slice(2);
+const parse = mode === 'parse';
 const origin = new URL(url);
 const pool = new Pool(origin.origin, { connections: Number(concurrency) });
 const body = JSON.stringify({
@@ -14,6 +18,28 @@ const body = JSON.stringify({
 const latencies = [];
 let stop = false;
 let errors = 0;
+let tokens = 0;
+
+/** Reads one stream's events, parsing each and stamping each content token. */
+async function readParsed(res, t0) {
+  res.setEncoding('utf8');
+  let buffer = '';
+  const stamps = [];
+  for await (const chunk of res) {
+    buffer += chunk;
+    let end;
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      if (!event.startsWith('data: ')) continue;
+      const data = event.slice(6);
+      if (data === '[DONE]') continue;
+      if (JSON.parse(data).choices?.[0]?.delta?.content) stamps.push(performance.now() - t0);
+    }
+  }
+  tokens += stamps.length;
+}
+
 async function user() {
   while (!stop) {
     const t0 = performance.now();
@@ -24,7 +50,8 @@ async function user() {
         headers: { 'content-type': 'application/json' },
         body,
       });
-      for await (const chunk of res) void chunk;
+      if (parse) await readParsed(res, t0);
+      else for await (const chunk of res) void chunk;
       latencies.push(performance.now() - t0);
     } catch {
       errors++;
@@ -38,9 +65,10 @@ Promise.all(Array.from({ length: Number(concurrency) }, user)).then(async () => 
   latencies.sort((a, b) => a - b);
   console.log(
     JSON.stringify({
-      tool: 'undici-sse',
+      tool: parse ? 'undici-sse-parse' : 'undici-sse',
       requests: latencies.length,
       errors,
+      ...(parse ? { tokens } : {}),
       requestsPerSec: latencies.length / wallS,
       p50Ms: latencies[Math.floor(latencies.length / 2)] ?? null,
     }),

@@ -51,9 +51,9 @@ class WindowLatencyHistogram {
         };
         this.series.set(key, series);
       }
-      const counts = countsAtOrBelowUs(histogram, BOUNDS_US);
+      const { counts, sumUs } = countsAtOrBelowUs(histogram, BOUNDS_US);
       counts.forEach((n, i) => (series.buckets[i] += n));
-      series.sumSeconds += (histogram.mean * histogram.totalCount) / 1e6;
+      series.sumSeconds += sumUs / 1e6;
       series.count += histogram.totalCount;
     }
   }

@@ -78,6 +78,7 @@ export function quantilesFromHistogram(
 
 /** What `binCountsMs` walks: hdr-histogram-js's JsHistogram iterator (every decoded histogram has it). */
 interface RecordedValues {
+  medianEquivalentValue(value: number): number;
   recordedValuesIterator: {
     reset(): void;
     hasNext(): boolean;
@@ -130,16 +131,24 @@ export function tailQuantilesMs(histogram: Histogram): Omit<Quantiles, 'count' |
 /**
  * How many recorded values are at or below each bound (microseconds, ascending): the cumulative
  * `le` buckets of a Prometheus histogram, from an HDR one (each value taken at its bucket's top,
- * 0.1 %). Unlike `binCountsMs` (half-open bins), a value equal to a bound counts in it.
+ * 0.1 %). Unlike `binCountsMs` (half-open bins), a value equal to a bound counts in it. `sumUs`
+ * is the histogram's sum as hdr-histogram-js's `mean * totalCount` gives it (each value at its
+ * bucket's median), from the same walk: `mean` would walk every bucket a second time.
  */
-export function countsAtOrBelowUs(histogram: Histogram, boundsUs: readonly number[]): number[] {
+export function countsAtOrBelowUs(
+  histogram: Histogram,
+  boundsUs: readonly number[],
+): { counts: number[]; sumUs: number } {
   const counts = boundsUs.map(() => 0);
-  const it = (histogram as unknown as RecordedValues).recordedValuesIterator;
+  let sumUs = 0;
+  const walked = histogram as unknown as RecordedValues;
+  const it = walked.recordedValuesIterator;
   it.reset();
   while (it.hasNext()) {
     const { valueIteratedTo, countAtValueIteratedTo } = it.next();
+    sumUs += walked.medianEquivalentValue(valueIteratedTo) * countAtValueIteratedTo;
     for (let i = boundsUs.length - 1; i >= 0 && valueIteratedTo <= boundsUs[i]; i--)
       counts[i] += countAtValueIteratedTo;
   }
-  return counts;
+  return { counts, sumUs };
 }

@@ -9,7 +9,7 @@
  * across the short runs (after the first to after the last).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
@@ -23,15 +23,40 @@ const SAMPLE_EVERY_MS = 15_000;
 interface Reading {
   readonly rssMb: number;
   readonly heapMb: number;
+  /** PGlite's WASM heap (it never shrinks), MB; null for PostgreSQL. */
+  readonly wasmMb: number | null;
+  /** Memory outside the V8 heap that V8 knows of (Buffers, ArrayBuffers), MB. */
+  readonly externalMb: number;
 }
+
+let database: { wasmHeapBytes?: () => number } | null = null;
 
 function read(): Reading {
   (globalThis as { gc?: () => void }).gc?.();
   const m = process.memoryUsage();
-  return { rssMb: m.rss / 2 ** 20, heapMb: m.heapUsed / 2 ** 20 };
+  const wasm = database?.wasmHeapBytes?.() ?? null;
+  return {
+    rssMb: m.rss / 2 ** 20,
+    heapMb: m.heapUsed / 2 ** 20,
+    wasmMb: wasm === null ? null : wasm / 2 ** 20,
+    externalMb: m.external / 2 ** 20,
+  };
 }
 
-const fmt = (r: Reading) => `rss ${r.rssMb.toFixed(0)} MB  heap ${r.heapMb.toFixed(0)} MB`;
+/** The process's peak RSS since the last reset (Linux VmHWM), MB; `reset` starts a new peak. */
+function peakRssMb(reset = false): number | null {
+  try {
+    const kb = /VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    if (reset) writeFileSync('/proc/self/clear_refs', '5');
+    return kb ? Number(kb) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+const fmt = (r: Reading) =>
+  `rss ${r.rssMb.toFixed(0)} MB  heap ${r.heapMb.toFixed(0)} MB  external ${r.externalMb.toFixed(0)} MB` +
+  (r.wasmMb === null ? '' : `  pglite wasm ${r.wasmMb.toFixed(0)} MB`);
 const growth = (from: number, to: number) => `${(((to - from) / from) * 100).toFixed(1)} %`;
 
 async function startSim(): Promise<{ url: string; stop: () => void }> {
@@ -59,6 +84,7 @@ async function main(): Promise<void> {
   const sim = await startSim();
   const dataDir = mkdtempSync(join(tmpdir(), 'fathom-memory-bench-'));
   const fathom = await startEmbedded({ dataDir, logLevels: ['error'] });
+  database = fathom.database as typeof database;
   const campaign = (name: string, seconds: number) => ({
     name,
     target: { baseUrl: sim.url },
@@ -78,15 +104,22 @@ async function main(): Promise<void> {
   try {
     console.log(`embedded Fathom, ${streams} streams, Node ${process.version}; start: ${fmt(read())}`);
     const started = Date.now();
+    peakRssMb(true);
     const samples: { at: number; reading: Reading }[] = [];
+    let runPeak: number | null = null;
     const long = await runOnce(`memory: one ${longSeconds} s run`, longSeconds, () => {
+      runPeak = Math.max(runPeak ?? 0, peakRssMb(true) ?? 0);
       const reading = read();
       samples.push({ at: (Date.now() - started) / 1000, reading });
       console.log(`  long run t=${samples[samples.length - 1].at.toFixed(0)} s  ${fmt(reading)}`);
     });
+    // The last sampling period and the report's read-back of the whole run.
+    const endPeak = peakRssMb(true);
     const afterLong = read();
     console.log(
-      `long run ${long.status}, ${long.summary?.requests ?? 0} requests; after it: ${fmt(afterLong)}`,
+      `long run ${long.status}, ${long.summary?.requests ?? 0} requests; after it: ${fmt(afterLong)}; ` +
+        `peak RSS while it ran ${runPeak === null ? '-' : (runPeak as number).toFixed(0)} MB, ` +
+        `over its last ${SAMPLE_EVERY_MS / 1000} s and its report ${endPeak === null ? '-' : endPeak.toFixed(0)} MB`,
     );
     const firstMinute = samples.find((s) => s.at >= 60) ?? samples[0];
     const last = samples[samples.length - 1];

@@ -22,6 +22,10 @@ describe(PgliteDatabase.name, () => {
     const db = await PgliteDatabase.open(null);
     try {
       expect(await db.query('SHOW shared_buffers')).toEqual([{ shared_buffers: '16MB' }]);
+      // Its WASM heap holds the pool and more, and is a whole number of 64 KiB pages.
+      const heap = db.wasmHeapBytes();
+      expect(heap).toBeGreaterThan(16 * 2 ** 20);
+      expect(heap % 65_536).toBe(0);
     } finally {
       await db.close();
     }

@@ -49,6 +49,17 @@ export class PgliteDatabase implements Database {
     }
   }
 
+  /**
+   * Bytes of WASM memory PGlite holds: PostgreSQL's buffer pool, caches and the in-memory files
+   * of its runtime. It never shrinks, so a process whose RSS creeps can be told apart from one
+   * whose database grew (bench/memory.bench.ts prints it).
+   */
+  wasmHeapBytes(): number {
+    return (
+      (this.pglite.Module as { wasmMemory?: { buffer: ArrayBuffer } }).wasmMemory?.buffer.byteLength ?? 0
+    );
+  }
+
   static async open(
     dataDir: string | null,
     options: { checkpointEveryMs?: number } = {},

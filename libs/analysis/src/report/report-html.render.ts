@@ -13,6 +13,13 @@ const TIER_COLOURS = ['#2e7d32', '#f9a825', '#ef6c00', '#6a1b9a', '#1565c0'];
 const BREACH_COLOUR = '#c62828';
 /** Name of the tier a run falls into when no tier holds (analysis: tier policy). */
 const BREACH_TIER = 'SLO-breach';
+/** How the page names where a cause's threshold comes from (the contract's `source`). */
+const THRESHOLD_SOURCES: Record<string, string> = {
+  simulator: '<strong>derived on the simulator only</strong>',
+  spec: 'the spec',
+  campaign: 'a campaign setting',
+  statistics: 'a significance level',
+};
 
 /** What the page's script draws: the series, columnar and relative to the run's start (s). */
 interface ChartData {
@@ -316,8 +323,7 @@ function tokenSample(sample: SeriesTokenSample): string {
 function thresholdsText(thresholds: RunReportDocument['rootCauses'][number]['thresholds']): string {
   if (!thresholds?.length) return '';
   const items = thresholds.map(
-    (t) =>
-      `<li>${esc(t.name)} ${esc(String(t.value))}: ${t.source === 'simulator' ? '<strong>derived on the simulator only</strong>' : t.source === 'spec' ? 'the spec' : 'a campaign setting'} (${esc(t.note)})</li>`,
+    (t) => `<li>${esc(t.name)} ${esc(String(t.value))}: ${THRESHOLD_SOURCES[t.source]} (${esc(t.note)})</li>`,
   );
   return `<h4>Thresholds</h4><ul class="thresholds">${items.join('')}</ul>`;
 }

@@ -31,8 +31,13 @@ export const CauseThresholds = {
   agentStuckShare: 0.2,
   /** (suite) Judged responses needed for a hallucination verdict. */
   hallucinationMinJudged: 5,
-  /** (suite) Rise of the risky share over the baseline's, or the share without a baseline. */
-  hallucinationRise: 0.3,
+  /**
+   * Rise of the risky share over the baseline's: at least this much (a tenth of the answers)
+   * and significant, a one-sided two-proportion z of at least `hallucinationRiseZ` (p ~ 0.0013:
+   * a statistical bound, not a tuned one). (suite) The share without a baseline.
+   */
+  hallucinationRise: 0.1,
+  hallucinationRiseZ: 3,
   hallucinationShareNoBaseline: 0.6,
   /**
    * Errors of one class (5xx, 429, timeout, connect) are judged over this longer span, warm-up

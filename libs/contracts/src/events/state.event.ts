@@ -47,16 +47,17 @@ export const RootCauseCauseSchema = z.object({
   figures: z.record(z.string(), z.number()),
   advice: z.array(z.string()),
   /**
-   * Where the thresholds that made this cause fire come from: the spec, a campaign setting, or
-   * derived on the simulator only (a figure not yet checked against a real target; a report
-   * shows it beside the cause). Optional: causes named before it existed carry none.
+   * Where the thresholds that made this cause fire come from: the spec, a campaign setting, a
+   * significance level (`statistics`: a test's bound, tuned on no target), or derived on the
+   * simulator only (a figure not yet checked against a real target; a report shows it beside
+   * the cause). Optional: causes named before it existed carry none.
    */
   thresholds: z
     .array(
       z.object({
         name: z.string(),
         value: z.number(),
-        source: z.enum(['spec', 'campaign', 'simulator']),
+        source: z.enum(['spec', 'campaign', 'statistics', 'simulator']),
         note: z.string(),
       }),
     )

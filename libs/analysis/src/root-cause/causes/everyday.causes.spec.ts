@@ -4,6 +4,7 @@ import type { LayerCall, RecordDigest } from '../../evidence/record-digest';
 import { RunTimeline } from '../../evidence/run-timeline';
 import { diagnose } from '../root-cause.engine';
 import { retryAfterSeconds } from './error-classes.cause';
+import { twoProportionZ } from './hallucination-rise.cause';
 
 const T0 = 1_700_000_000_000;
 
@@ -490,7 +491,7 @@ describe('hallucination-rise while a breaker holds the traffic back', () => {
     const timeline = new RunTimeline();
     const digests: RecordDigest[] = [];
     // Clean answers 0-6 s, every answer risky 6-7 s, then nothing (the LLM breaker opened) to 10.5 s.
-    for (let at = T0 + 100; at <= T0 + 7_000; at += 100)
+    for (let at = T0 + 50; at <= T0 + 7_000; at += 50)
       digests.push({
         ...digest(at),
         riskSegments: at > T0 + 6_000 ? 1 : 0,
@@ -500,5 +501,48 @@ describe('hallucination-rise while a breaker holds the traffic back', () => {
     const causes = diagnose(timeline, T0 + 10_500);
     expect(causes.map((c) => c.kind)).toEqual(['hallucination-rise']);
     expect(causes[0].figures).toMatchObject({ baselineShare: 0 });
+  });
+});
+
+describe('hallucination-rise judged by significance, not a fixed jump', () => {
+  /** Answers every 50 ms to 10 s: risky at `baseShare` until 6 s, then at `share`. */
+  const run = (baseShare: number, share: number) => {
+    const timeline = new RunTimeline();
+    const digests: RecordDigest[] = [];
+    let i = 0;
+    for (let at = T0 + 50; at <= T0 + 10_000; at += 50, i++) {
+      const rate = at > T0 + 6_000 ? share : baseShare;
+      const risky = rate > 0 && i % Math.round(1 / rate) === 0;
+      digests.push({ ...digest(at), riskSegments: risky ? 1 : 0, maxWindowEntropyBits: risky ? 4.8 : 2.1 });
+    }
+    timeline.addDigests(digests);
+    return diagnose(timeline, T0 + 10_000).filter((c) => c.kind === 'hallucination-rise');
+  };
+
+  it('names a quarter of the answers turning risky over a clean baseline (under the old fixed rise of 0.3)', () => {
+    const [cause] = run(0, 0.25);
+    expect(cause).toBeDefined();
+    expect(cause.figures).toMatchObject({ baselineShare: 0 });
+    expect(cause.figures!.z).toBeGreaterThanOrEqual(3);
+    expect(cause.thresholds?.find((t) => t.name.startsWith('rise'))?.source).toBe('statistics');
+  });
+
+  it('does not name the same rise over a baseline that was already that noisy', () => {
+    expect(run(0.125, 0.25)).toEqual([]);
+  });
+
+  it('does not name a clean run', () => {
+    expect(run(0, 0)).toEqual([]);
+  });
+});
+
+describe(twoProportionZ.name, () => {
+  it('is the pooled one-sided z, and 0 with nothing to compare', () => {
+    // 6/30 against 0/50: pooled 0.075, se 0.0608.
+    expect(twoProportionZ(6, 30, 0, 50)).toBeCloseTo(3.29, 2);
+    expect(twoProportionZ(0, 30, 0, 50)).toBe(0);
+    expect(twoProportionZ(30, 30, 50, 50)).toBe(0);
+    expect(twoProportionZ(1, 0, 0, 10)).toBe(0);
+    expect(twoProportionZ(0, 10, 5, 10)).toBeLessThan(0);
   });
 });

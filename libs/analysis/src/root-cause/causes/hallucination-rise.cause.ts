@@ -27,8 +27,15 @@ export function hallucinationRiseCause(ctx: DiagnosisContext): RootCauseCause | 
       ? baseJudged.filter((d) => (d.riskSegments ?? 0) > 0).length / baseJudged.length
       : null;
   const rise = baseShare === null ? null : share - baseShare;
+  const z =
+    baseShare === null
+      ? null
+      : twoProportionZ(risky.length, judged.length, baseShare * baseJudged.length, baseJudged.length);
   if (!(
-    (rise !== null && rise >= CauseThresholds.hallucinationRise) ||
+    (rise !== null &&
+      z !== null &&
+      rise >= CauseThresholds.hallucinationRise &&
+      z >= CauseThresholds.hallucinationRiseZ) ||
     (baseShare === null && share >= CauseThresholds.hallucinationShareNoBaseline)
   ))
     return null;
@@ -43,7 +50,8 @@ export function hallucinationRiseCause(ctx: DiagnosisContext): RootCauseCause | 
     ],
     figures: {
       riskyShare: share,
-      ...(baseShare !== null ? { baselineShare: baseShare } : {}),
+      ...(baseShare !== null ? { baselineShare: baseShare, baselineJudged: baseJudged.length } : {}),
+      ...(z !== null ? { z } : {}),
       judged: judged.length,
     },
     thresholds: [
@@ -63,8 +71,8 @@ export function hallucinationRiseCause(ctx: DiagnosisContext): RootCauseCause | 
         : {
             name: 'rise of the risky share over the baseline',
             value: CauseThresholds.hallucinationRise,
-            source: 'simulator',
-            note: "set on the simulator's planted hallucination rate",
+            source: 'statistics',
+            note: `and significant: one-sided two-proportion z >= ${CauseThresholds.hallucinationRiseZ} (p ~ 0.0013)`,
           },
     ],
     advice: [
@@ -72,4 +80,15 @@ export function hallucinationRiseCause(ctx: DiagnosisContext): RootCauseCause | 
       'gate answers on the sliding-window entropy: regenerate or abstain on a risk segment',
     ],
   };
+}
+
+/**
+ * One-sided two-proportion z statistic of k1/n1 over k0/n0 (pooled variance). With no spread in
+ * the pool (all or none risky in both) it is 0, never a division by zero.
+ */
+export function twoProportionZ(k1: number, n1: number, k0: number, n0: number): number {
+  if (n1 <= 0 || n0 <= 0) return 0;
+  const pooled = (k1 + k0) / (n1 + n0);
+  const se = Math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0));
+  return se === 0 ? 0 : (k1 / n1 - k0 / n0) / se;
 }

@@ -3,7 +3,8 @@
  * to a primary and through `startShadowGateway` in front of it (copies mirrored to a receiver
  * that answers 202), alternating rounds, each process on its own core where `taskset` exists.
  * Run: node -r ./bench/ts-register.js bench/shadow-gateway.bench.ts [rounds] [requests] [concurrency]
- * Prints P50/P99 per side and the difference; never fails on timing.
+ * (BENCH_PORT_BASE=N: ports N..N+2 instead of random ones in 19000-19501).
+ * Prints P50/P99 per side and the difference, then the gateway's copy counts; never fails on timing.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -34,11 +35,22 @@ async function child(): Promise<void> {
   if (role === 'gateway') {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { startShadowGateway } = require('@fathom/orchestrator') as typeof import('@fathom/orchestrator');
-    await startShadowGateway({
+    const gateway = await startShadowGateway({
       host: '127.0.0.1',
       port,
       primary: `http://127.0.0.1:${process.argv[4]}`,
       mirror: { url: `http://127.0.0.1:${process.argv[5]}/mirror` },
+    });
+    // Latency alone does not say whether the copies were made: the counts, when the bench ends it.
+    const loop = performance.eventLoopUtilization();
+    process.once('SIGTERM', () => {
+      const s = gateway.stats();
+      // The forwarding loop's own busy time (not the copy thread's), per forwarded request.
+      const busyUs = (performance.eventLoopUtilization(loop).active * 1000) / Math.max(1, s.forwarded);
+      process.stdout.write(
+        `gateway: forwarded ${s.forwarded}, copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed}; forwarding loop busy ${busyUs.toFixed(1)} us per request\n`,
+      );
+      process.exit(0);
     });
   }
   process.send?.('ready');
@@ -87,7 +99,8 @@ async function main(): Promise<void> {
   const rounds = Number(process.argv[2] ?? 5);
   const requests = Number(process.argv[3] ?? 2000);
   const concurrency = Number(process.argv[4] ?? 8);
-  const base = 19000 + Math.floor(Math.random() * 500);
+  // BENCH_PORT_BASE pins the three ports (base..base+2), e.g. to a range this host reserved.
+  const base = Number(process.env.BENCH_PORT_BASE ?? 19000 + Math.floor(Math.random() * 500));
   const [primaryPort, receiverPort, gatewayPort] = [base, base + 1, base + 2];
   const children = [
     await start(['primary', String(primaryPort)], 0),
@@ -107,7 +120,8 @@ async function main(): Promise<void> {
       process.stdout.write(`${rows.at(-1)}\n`);
     }
   } finally {
-    for (const c of children) c.kill();
+    // Waits for them, so the gateway's counts are printed before this ends.
+    await Promise.all(children.map((c) => new Promise((exited) => (c.once('exit', exited), c.kill()))));
   }
 }
 

@@ -117,14 +117,14 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
           tool_choice: 'required',
           max_tokens: 32,
         });
-        answers.push(JSON.stringify(answer.choices[0].message));
+        answers[i] = JSON.stringify(answer.choices[0].message);
       } else if (i % 2 === 0) {
         const answer = await client.chat.completions.create({
           model: 'fathom-sim-8b',
           messages,
           max_tokens: 32,
         });
-        answers.push(JSON.stringify(answer.choices[0].message));
+        answers[i] = JSON.stringify(answer.choices[0].message);
       } else {
         const stream = await client.chat.completions.create({
           model: 'fathom-sim-8b',

@@ -24,6 +24,7 @@ export function parseListen(listen: string): { host: string; port: number } {
  * `fathom shadow gateway --listen 127.0.0.1:9090 --campaign ID [--primary URL] [--api URL]`:
  * production clients talk to the gateway as to the primary; a sampled, redacted copy of each
  * chat request goes to the live shadow campaign through the orchestrator's mirror receiver.
+ * SIGUSR2 toggles copying (the kill switch; the proxy stays up); SIGINT/SIGTERM end it.
  */
 export function registerShadowCommand(program: Command): void {
   const shadow = program.command('shadow').description('Shadow testing from live traffic');
@@ -46,7 +47,8 @@ export function registerShadowCommand(program: Command): void {
       `
 Examples:
   fathom shadow gateway --listen 127.0.0.1:9090 --campaign 7f3c... --primary http://10.0.0.5:8000
-  OPENAI_BASE_URL=http://127.0.0.1:9090/v1 your-app   # clients talk to the gateway instead of the primary`,
+  OPENAI_BASE_URL=http://127.0.0.1:9090/v1 your-app   # clients talk to the gateway instead of the primary
+  kill -USR2 <gateway pid>   # kill switch: stop copying within a second (the proxy stays up); again: resume`,
     )
     .action(async (options: GatewayOptions) => {
       const { host, port } = parseListen(options.listen);
@@ -66,11 +68,28 @@ Examples:
       process.stdout.write(
         `fathom shadow gateway on ${gateway.url} -> primary ${primary}, copies to ${api}\n`,
       );
+      // The kill switch is a signal, not an HTTP route: every path of the gateway is the primary's.
+      // SIGUSR2 because Node keeps SIGUSR1 for its inspector.
+      const toggleMirroring = (): void => {
+        const enabled = !gateway.stats().mirroring;
+        gateway.setMirroring(enabled).then(
+          () =>
+            process.stdout.write(
+              enabled
+                ? 'mirroring on (SIGUSR2)\n'
+                : 'mirroring off (SIGUSR2): a pure proxy until the next SIGUSR2\n',
+            ),
+          (error: Error) =>
+            process.stderr.write(`fathom shadow gateway: mirroring not switched: ${error.message}\n`),
+        );
+      };
+      process.on('SIGUSR2', toggleMirroring);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
+          process.off('SIGUSR2', toggleMirroring);
           const s = gateway.stats();
           process.stdout.write(
-            `forwarded ${s.forwarded} (primary unreachable ${s.primaryUnreachable}), copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed}\n`,
+            `forwarded ${s.forwarded} (primary unreachable ${s.primaryUnreachable}), copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed} (copy thread restarts ${s.copyWorkerDeaths})\n`,
           );
           void gateway.close().then(resolve);
         };

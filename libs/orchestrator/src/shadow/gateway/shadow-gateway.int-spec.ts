@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
+import { RedactionRulesSchema } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
+import { waitFor } from '@fathom/testing';
+import { compileRedactor, redactDeep } from '../redaction.util';
 import { startShadowGateway, type ShadowGateway } from './shadow-gateway';
 
 /** A loopback server on a free port; `handler` answers each request. */
@@ -58,7 +61,7 @@ async function readTimed(response: Response): Promise<{ bytes: Buffer; firstChun
 describe('shadow gateway', () => {
   let primary: Awaited<ReturnType<typeof serve>>;
   let receiver: Awaited<ReturnType<typeof serve>>;
-  const copies: Array<{ body: unknown; headers: IncomingMessage['headers'] }> = [];
+  const copies: Array<{ body: unknown; raw: string; headers: IncomingMessage['headers'] }> = [];
   let lastChunkSentAt = 0;
 
   beforeAll(async () => {
@@ -84,7 +87,7 @@ describe('shadow gateway', () => {
       );
     });
     receiver = await serve((req, res, body) => {
-      copies.push({ body: JSON.parse(body), headers: req.headers });
+      copies.push({ body: JSON.parse(body), raw: body, headers: req.headers });
       res.writeHead(202).end('{"accepted":true}');
     });
   });
@@ -152,8 +155,10 @@ describe('shadow gateway', () => {
           body: chatBody(false),
         })
       ).text();
+      // The counts come from the copy thread, a turn of its loop after the receiver answered.
       const deadline = Date.now() + 5000;
-      while (copies.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while ((copies.length < 1 || sut.stats().copied < 1) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
       expect(copies).toHaveLength(1);
       const text = JSON.stringify(copies[0].body);
       expect(text).not.toContain('jane.doe@example.com');
@@ -161,6 +166,145 @@ describe('shadow gateway', () => {
       expect(copies[0].headers.authorization).toBe('Bearer secret-token');
       expect(copies[0].headers['x-fathom-intent']).toBe('support');
       expect(sut.stats()).toMatchObject({ forwarded: 1, copied: 1, copiesFailed: 0 });
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('sends each copy redacted byte for byte as redactDeep does with the default rules', async () => {
+    copies.length = 0;
+    const sut = await gateway(`${receiver.url}/mirror`);
+    const request = {
+      model: 'm',
+      max_tokens: 256,
+      messages: [
+        { role: 'system', content: 'api_key=sk-live_abcdefgh12345678 and password: hunter2' },
+        {
+          role: 'user',
+          content: 'call +44 20 7946 0958 or mail jane.doe@example.com, key AKIAIOSFODNN7EXAMPLE',
+        },
+      ],
+      metadata: { api_key: 'plain-secret', order: 1234567 },
+    };
+    try {
+      const answer = await fetch(`${sut.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(request),
+      });
+      expect(await answer.text()).toBe(JSON_ANSWER);
+      await waitFor(() => copies.length === 1, { timeoutMs: 5000, description: 'the copy' });
+      const expected = JSON.stringify(redactDeep(request, compileRedactor(RedactionRulesSchema.parse({}))));
+      expect(copies[0].raw).toBe(expected);
+      for (const secret of ['jane.doe', 'AKIAIOSFODNN7EXAMPLE', 'hunter2', 'plain-secret', '7946', '1234567'])
+        expect(copies[0].raw).not.toContain(secret);
+      expect(copies[0].body).toMatchObject({ max_tokens: 256 });
+    } finally {
+      await sut.close();
+    }
+  });
+
+  /** A receiver that holds every copy unanswered while `holding`, then answers 202. */
+  async function holdingReceiver() {
+    const state = { holding: true, arrivals: [] as string[] };
+    const server = await serve((_req, res, body) => {
+      state.arrivals.push(body);
+      if (!state.holding) res.writeHead(202).end('{"accepted":true}');
+    });
+    return Object.assign(state, { url: server.url, close: server.close });
+  }
+
+  const askChat = async (base: string, stream: boolean) =>
+    (
+      await readTimed(
+        await fetch(`${base}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer client-key' },
+          body: chatBody(stream),
+        }),
+      )
+    ).bytes;
+
+  it('keeps answering byte for byte when the copy thread dies mid-run, counts the lost copies, restarts it', async () => {
+    const mirror = await holdingReceiver();
+    const sut = await gateway(`${mirror.url}/mirror`, { copyTimeoutMs: 30_000 });
+    try {
+      const direct = { json: await askChat(primary.url, false), sse: await askChat(primary.url, true) };
+      for (let i = 0; i < 4; i++) expect((await askChat(sut.url, false)).equals(direct.json)).toBe(true);
+      // Four copies on their way, held by the receiver: the thread's pending copies.
+      await waitFor(() => mirror.arrivals.length === 4, { timeoutMs: 5000, description: '4 copies held' });
+      const during = Array.from({ length: 6 }, (_, i) => askChat(sut.url, i % 2 === 1));
+      await sut.terminateCopyWorker();
+      const after = Array.from({ length: 4 }, (_, i) => askChat(sut.url, i % 2 === 1));
+      const answers = await Promise.all([...during, ...after]);
+      answers.forEach((bytes, i) => expect(bytes.equals(i % 2 === 1 ? direct.sse : direct.json)).toBe(true));
+      const dead = sut.stats();
+      expect(dead).toMatchObject({ forwarded: 14, copied: 0, copyWorkerDeaths: 1, mirroring: true });
+      // The 4 held copies and those of `during` handed over before the kill failed; the rest,
+      // offered while no thread was up, were dropped. None is lost from the counts.
+      expect(dead.copiesFailed).toBeGreaterThanOrEqual(4);
+      expect(dead.copiesFailed + dead.copiesDropped).toBe(14);
+      // Restarted after 1 s: copies arrive again, redacted.
+      mirror.holding = false;
+      await waitFor(
+        async () => {
+          expect((await askChat(sut.url, false)).equals(direct.json)).toBe(true);
+          return sut.stats().copied > 0;
+        },
+        { timeoutMs: 8000, intervalMs: 100, description: 'a copy accepted after the restart' },
+      );
+      const last = mirror.arrivals.at(-1)!;
+      expect(last).toContain('[EMAIL]');
+      expect(last).not.toContain('jane.doe@example.com');
+      expect(sut.stats().copyWorkerDeaths).toBe(1);
+    } finally {
+      await sut.close();
+      await mirror.close();
+    }
+  }, 20_000);
+
+  it('stops copying within a second of the kill switch, stays a proxy, and copies again when asked', async () => {
+    const mirror = await holdingReceiver();
+    const sut = await gateway(`${mirror.url}/mirror`, { copyTimeoutMs: 30_000 });
+    try {
+      const direct = await askChat(primary.url, false);
+      for (let i = 0; i < 3; i++) await askChat(sut.url, false);
+      await waitFor(() => mirror.arrivals.length === 3, { timeoutMs: 5000, description: '3 copies held' });
+      const asked = performance.now();
+      await sut.setMirroring(false);
+      expect(performance.now() - asked).toBeLessThan(1000);
+      for (let i = 0; i < 5; i++) expect((await askChat(sut.url, false)).equals(direct)).toBe(true);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(mirror.arrivals).toHaveLength(3);
+      // The held copies were abandoned (dropped); switched-off requests are not copies at all.
+      expect(sut.stats()).toMatchObject({
+        forwarded: 8,
+        copied: 0,
+        copiesDropped: 3,
+        copiesFailed: 0,
+        copyWorkerDeaths: 0,
+        mirroring: false,
+      });
+      mirror.holding = false;
+      await sut.setMirroring(true);
+      expect((await askChat(sut.url, false)).equals(direct)).toBe(true);
+      await waitFor(() => sut.stats().copied === 1, {
+        timeoutMs: 5000,
+        description: 'a copy after switching on',
+      });
+      expect(mirror.arrivals).toHaveLength(4);
+      expect(sut.stats().mirroring).toBe(true);
+    } finally {
+      await sut.close();
+      await mirror.close();
+    }
+  });
+
+  it('refuses to switch mirroring on without a mirror', async () => {
+    const sut = await gateway(null);
+    try {
+      await expect(sut.setMirroring(true)).rejects.toThrow(/no mirror/);
+      expect(sut.stats().mirroring).toBe(false);
     } finally {
       await sut.close();
     }

@@ -1,8 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Pool, request as undiciRequest } from 'undici';
+import { Pool } from 'undici';
 import { RedactionRulesSchema } from '@fathom/contracts';
-import { compileRedactor, redactDeep } from '../redaction.util';
+import { MirrorThread } from './mirror.thread';
 
 export interface ShadowGatewayOptions {
   /** Where production clients connect. */
@@ -35,11 +35,25 @@ export interface ShadowGatewayStats {
   copiesFailed: number;
   /** Copying paused because the receiver said the campaign is not running (404): until then, ms. */
   pausedUntil: number;
+  /** Times the copy thread died and was restarted (its pending copies are in `copiesFailed`). */
+  copyWorkerDeaths: number;
+  /** False with no mirror, or while the kill switch is off. */
+  mirroring: boolean;
 }
 
 export interface ShadowGateway {
   readonly url: string;
+  /** Copy counts may lag the copy thread by a turn of its event loop. */
   stats(): ShadowGatewayStats;
+  /**
+   * The kill switch. false: no copy leaves after this resolves (it resolves once the copy thread
+   * is ended, in milliseconds; copies on their way are abandoned, counted dropped); the gateway
+   * is a pure proxy. true: copying starts again (resolves once the thread is ready).
+   */
+  setMirroring(enabled: boolean): Promise<void>;
+  /** Ends the copy thread as a crash would (it is restarted after 1 s). For operators and tests. */
+  terminateCopyWorker(): Promise<void>;
+  /** Stops listening, ends the copy thread, closes the connections to the primary. */
   close(): Promise<void>;
 }
 
@@ -58,78 +72,60 @@ const HOP_BY_HOP = new Set([
 /** After the receiver answered 404 (campaign stopped or gone), copying pauses this long, ms. */
 const PAUSE_ON_NOT_LIVE_MS = 5000;
 
+/** The headers of `from` but hop-by-hop ones and undefined values, in their order. */
+function endToEnd(from: IncomingHttpHeaders | Record<string, string | string[] | undefined>) {
+  const to: Record<string, string | string[]> = {};
+  for (const name in from) {
+    const value = from[name];
+    if (value !== undefined && !HOP_BY_HOP.has(name)) to[name] = value;
+  }
+  return to;
+}
+
+/** `/.../chat/completions`, with or without a query. */
+function isChatCompletions(url: string): boolean {
+  const query = url.indexOf('?');
+  return (query < 0 ? url : url.slice(0, query)).endsWith('/chat/completions');
+}
+
 /**
  * The shadow gateway: an OpenAI-compatible reverse proxy for production clients. Contract:
  * - every request goes to the primary and the primary's answer goes back unchanged (status,
  *   headers but hop-by-hop ones, body bytes), streamed chunk by chunk as it arrives;
  * - a sampled copy of each chat completion request, redacted with the default rules (emails,
- *   keys, numbers), is sent to the mirror receiver after the primary was asked, on the side;
- * - fail-open: whatever happens to the copy (receiver down, slow, refusing, the cap reached),
- *   the caller's answer is the primary's; only the primary being unreachable yields a 502.
+ *   keys, numbers), is sent to the mirror receiver after the primary was asked, on the side: the
+ *   forwarding loop only decides (pause, sample, pending cap) and hands the body's bytes to the
+ *   copy thread (`MirrorThread`), which parses, redacts, posts and counts;
+ * - fail-open: whatever happens to the copy (receiver down, slow, refusing, the cap reached, the
+ *   copy thread dead or stuck), the caller's answer is the primary's; only the primary being
+ *   unreachable yields a 502. A dead copy thread is restarted (1 s, doubling to 30 s): meanwhile
+ *   copies are dropped and counted, and those it held count as failed;
+ * - the kill switch (`setMirroring(false)`) stops copying within milliseconds, the proxy stays up.
  */
 export async function startShadowGateway(options: ShadowGatewayOptions): Promise<ShadowGateway> {
   const primary = new URL(options.primary);
   const prefix = primary.pathname.replace(/\/+$/, '');
   const pool = new Pool(primary.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
-  const redact = compileRedactor(RedactionRulesSchema.parse({}));
-  const sampleRate = options.sampleRate ?? 1;
-  const maxPending = options.maxPendingCopies ?? 64;
-  const copyTimeoutMs = options.copyTimeoutMs ?? 2000;
-  const stats: ShadowGatewayStats = {
-    forwarded: 0,
-    primaryUnreachable: 0,
-    copied: 0,
-    copiesDropped: 0,
-    copiesFailed: 0,
-    pausedUntil: 0,
-  };
-  let pending = 0;
-
-  const copy = (body: Buffer, headers: IncomingHttpHeaders): void => {
-    const mirror = options.mirror;
-    if (!mirror || Date.now() < stats.pausedUntil || Math.random() >= sampleRate) return;
-    if (pending >= maxPending) {
-      stats.copiesDropped++;
-      return;
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body.toString('utf8'));
-    } catch {
-      return; // not JSON: the primary will say so to the caller; nothing to compare
-    }
-    pending++;
-    const intent = headers['x-fathom-intent'];
-    undiciRequest(mirror.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(mirror.token ? { authorization: `Bearer ${mirror.token}` } : {}),
-        ...(typeof intent === 'string' ? { 'x-fathom-intent': intent } : {}),
-      },
-      body: JSON.stringify(redactDeep(parsed, redact)),
-      signal: AbortSignal.timeout(copyTimeoutMs),
-    })
-      .then(async (answer) => {
-        await answer.body.dump();
-        if (answer.statusCode === 202) stats.copied++;
-        else {
-          stats.copiesFailed++;
-          if (answer.statusCode === 404) stats.pausedUntil = Date.now() + PAUSE_ON_NOT_LIVE_MS;
-        }
+  const stats = { forwarded: 0, primaryUnreachable: 0 };
+  // Started before listening: a copy thread that cannot start is the caller's error, not a
+  // gateway that silently copies nothing.
+  const mirror = options.mirror
+    ? await MirrorThread.start({
+        url: options.mirror.url,
+        token: options.mirror.token ?? null,
+        copyTimeoutMs: options.copyTimeoutMs ?? 2000,
+        pauseOnNotLiveMs: PAUSE_ON_NOT_LIVE_MS,
+        rules: RedactionRulesSchema.parse({}),
+        sampleRate: options.sampleRate ?? 1,
+        maxPending: options.maxPendingCopies ?? 64,
       })
-      .catch(() => void stats.copiesFailed++)
-      .finally(() => void pending--);
-  };
+    : null;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
-    }
+    const headers = endToEnd(req.headers);
     let answer;
     try {
       answer = await pool.request({
@@ -151,14 +147,11 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
       return;
     }
     stats.forwarded++;
-    if (req.method === 'POST' && (req.url ?? '').split('?')[0].endsWith('/chat/completions')) {
-      setImmediate(copy, body, req.headers);
+    if (mirror !== null && req.method === 'POST' && isChatCompletions(req.url ?? '')) {
+      const intent = req.headers['x-fathom-intent'];
+      mirror.offer(body, typeof intent === 'string' ? intent : null);
     }
-    const out: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(answer.headers)) {
-      if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
-    }
-    res.writeHead(answer.statusCode, out);
+    res.writeHead(answer.statusCode, endToEnd(answer.headers));
     try {
       for await (const chunk of answer.body) res.write(chunk);
       res.end();
@@ -174,19 +167,39 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
     });
   });
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => resolve());
+    });
+  } catch (error) {
+    await Promise.all([pool.close(), mirror?.close()]);
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {
     url: `http://${host}:${port}`,
-    stats: () => ({ ...stats }),
+    stats: () => ({
+      ...stats,
+      ...(mirror?.stats() ?? {
+        copied: 0,
+        copiesDropped: 0,
+        copiesFailed: 0,
+        pausedUntil: 0,
+        copyWorkerDeaths: 0,
+        mirroring: false,
+      }),
+    }),
+    setMirroring: async (enabled) => {
+      if (mirror === null && enabled) throw new Error('shadow gateway: no mirror to copy to (a pure proxy)');
+      await mirror?.setMirroring(enabled);
+    },
+    terminateCopyWorker: async () => mirror?.terminate(),
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await pool.close();
+      await Promise.all([pool.close(), mirror?.close()]);
     },
   };
 }

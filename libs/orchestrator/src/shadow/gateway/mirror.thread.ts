@@ -1,0 +1,210 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { MirrorCopyCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
+
+export interface MirrorThreadOptions extends MirrorWorkerData {
+  /** Share of offered bodies copied, 0..1. */
+  readonly sampleRate: number;
+  /** Copies handed to the thread and not yet settled, at most; beyond it an offer is dropped (counted). */
+  readonly maxPending: number;
+  /** Delay before restart n (1-based) after the thread died; default 1 s doubling, at most 30 s. */
+  readonly restartBackoffMs?: (consecutiveDeaths: number) => number;
+}
+
+/** What became of the copies so far (as of the thread's last report: it may lag by a turn of its loop). */
+export interface MirrorCounts {
+  copied: number;
+  copiesDropped: number;
+  copiesFailed: number;
+  pausedUntil: number;
+  copyWorkerDeaths: number;
+  mirroring: boolean;
+}
+
+/**
+ * The workspace's one TypeScript bootstrap (libs/testing/src/ts-register.js), for the worker from
+ * source (jest, the benches): a worker thread cannot load a .ts entry by itself. Built (dist/),
+ * the entry is the compiled .js and no bootstrap runs.
+ */
+const TS_REGISTER = join(__dirname, '..', '..', '..', '..', 'testing', 'src', 'ts-register.js');
+/** A thread that stayed up this long before dying starts the restart backoff again from 1 s. */
+const STABLE_AFTER_MS = 60_000;
+
+export function defaultMirrorRestartBackoffMs(consecutiveDeaths: number): number {
+  return Math.min(1000 * 2 ** (consecutiveDeaths - 1), 30_000);
+}
+
+/**
+ * The shadow gateway's copy thread (`mirror.worker`), seen from the forwarding loop. `offer` is
+ * the only call on that loop's path: the pause and sampling decision, the pending cap, one copy
+ * of the body into a buffer that is transferred. Invariants:
+ * - `pending` = copies handed over and not reported settled; never above `maxPending`;
+ * - an offer while no thread is ready (starting, restarting) is dropped and counted;
+ * - the thread dies (crash, `terminate`): its pending copies count as failed, it is restarted
+ *   after a backoff; a thread that is alive but stuck keeps its copies until the cap, and later
+ *   offers are dropped (counted), so the forwarding loop never waits for it;
+ * - `setMirroring(false)` (the kill switch) ends the thread at once: its pending copies count as
+ *   dropped, nothing is copied until `setMirroring(true)` started a new one;
+ * - counts come from the thread's reports, so they may lag by a turn of its event loop.
+ */
+export class MirrorThread {
+  private worker: Worker | null = null;
+  private readyNow = false;
+  private enabled = true;
+  private closed = false;
+  private pending = 0;
+  private consecutiveDeaths = 0;
+  private readySince = 0;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private whenReady: { resolve: () => void; reject: (error: Error) => void } | null = null;
+  private readonly counts = {
+    copied: 0,
+    copiesDropped: 0,
+    copiesFailed: 0,
+    pausedUntil: 0,
+    copyWorkerDeaths: 0,
+  };
+
+  private constructor(private readonly options: MirrorThreadOptions) {}
+
+  /** Starts the thread; resolves once it is ready, rejects when it dies before. */
+  static async start(options: MirrorThreadOptions): Promise<MirrorThread> {
+    const thread = new MirrorThread(options);
+    try {
+      await thread.spawn();
+    } catch (error) {
+      await thread.close(); // no restart of a thread that never started: the caller hears why
+      throw error;
+    }
+    return thread;
+  }
+
+  /** On the forwarding loop: copies `body` to the receiver, or decides not to. Never throws, never waits. */
+  offer(body: Buffer, intent: string | null): void {
+    if (!this.enabled || Date.now() < this.counts.pausedUntil || Math.random() >= this.options.sampleRate)
+      return;
+    const worker = this.worker;
+    if (!this.readyNow || worker === null || this.pending >= this.options.maxPending) {
+      this.counts.copiesDropped++;
+      return;
+    }
+    // A buffer of its own: `body` may be a slice of Node's shared pool, which cannot be transferred.
+    const bytes = new Uint8Array(body.length);
+    bytes.set(body);
+    this.pending++;
+    const command: MirrorCopyCommand = { type: 'copy', body: bytes.buffer, intent };
+    worker.postMessage(command, [bytes.buffer]);
+  }
+
+  stats(): MirrorCounts {
+    return { ...this.counts, mirroring: this.enabled };
+  }
+
+  /**
+   * The kill switch. Off: no copy is handed over after this call, the thread is ended (copies on
+   * their way are abandoned, counted dropped) and the promise resolves once it is gone. On:
+   * starts a thread and resolves once it is ready.
+   */
+  async setMirroring(enabled: boolean): Promise<void> {
+    if (this.closed || enabled === this.enabled) return;
+    this.enabled = enabled;
+    if (!enabled) {
+      this.cancelRestart();
+      await this.end();
+      return;
+    }
+    await this.spawn();
+  }
+
+  /** Ends the thread as a crash would (it is restarted after the backoff). For operators and tests. */
+  async terminate(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.enabled = false;
+    this.cancelRestart();
+    await this.end();
+  }
+
+  private spawn(): Promise<void> {
+    const compiled = __filename.endsWith('.js');
+    const entry = join(__dirname, `mirror.worker.${compiled ? 'js' : 'ts'}`);
+    if (!compiled && !existsSync(TS_REGISTER))
+      return Promise.reject(new Error(`no ${TS_REGISTER} to compile the mirror worker from source`));
+    const { url, token, copyTimeoutMs, pauseOnNotLiveMs, rules } = this.options;
+    const workerData: MirrorWorkerData = { url, token, copyTimeoutMs, pauseOnNotLiveMs, rules };
+    const worker = compiled
+      ? new Worker(entry, { workerData })
+      : new Worker(`require(${JSON.stringify(TS_REGISTER)}); require(${JSON.stringify(entry)});`, {
+          eval: true,
+          workerData,
+        });
+    // The gateway's server keeps the process alive; the thread alone must not.
+    worker.unref();
+    this.worker = worker;
+    this.readyNow = false;
+    this.pending = 0;
+    const ready = new Promise<void>((resolve, reject) => (this.whenReady = { resolve, reject }));
+    worker.on('message', (report: MirrorReport) => this.onReport(worker, report));
+    worker.on('error', (error) => this.onExit(worker, `mirror worker crashed: ${error.message}`));
+    worker.on('exit', (code) => this.onExit(worker, `mirror worker exited (code ${code})`));
+    return ready;
+  }
+
+  private onReport(worker: Worker, report: MirrorReport): void {
+    if (worker !== this.worker) return; // a late report of a thread already ended
+    if (report.type === 'ready') {
+      this.readyNow = true;
+      this.readySince = Date.now();
+      this.whenReady?.resolve();
+      this.whenReady = null;
+      return;
+    }
+    this.pending -= report.copied + report.failed + report.skipped;
+    this.counts.copied += report.copied;
+    this.counts.copiesFailed += report.failed;
+    this.counts.pausedUntil = Math.max(this.counts.pausedUntil, report.pausedUntil);
+  }
+
+  /** 'error' is followed by 'exit': one death, handled once. */
+  private onExit(worker: Worker, why: string): void {
+    if (worker !== this.worker) return;
+    this.worker = null;
+    this.readyNow = false;
+    const lost = this.pending;
+    this.pending = 0;
+    this.whenReady?.reject(new Error(why));
+    this.whenReady = null;
+    if (!this.enabled) {
+      this.counts.copiesDropped += lost; // ended on purpose: the kill switch or close()
+      return;
+    }
+    this.counts.copiesFailed += lost;
+    this.counts.copyWorkerDeaths++;
+    if (this.readySince > 0 && Date.now() - this.readySince >= STABLE_AFTER_MS) this.consecutiveDeaths = 0;
+    this.readySince = 0;
+    this.consecutiveDeaths++;
+    const backoff = this.options.restartBackoffMs ?? defaultMirrorRestartBackoffMs;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      // A thread that dies while starting is handled by onExit again (and restarted later).
+      if (this.enabled && !this.closed) this.spawn().catch(() => undefined);
+    }, backoff(this.consecutiveDeaths));
+    this.restartTimer.unref();
+  }
+
+  private cancelRestart(): void {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = null;
+  }
+
+  private async end(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    // Resolves after 'exit', whose handler (onExit) counted the pending copies as dropped.
+    await worker.terminate();
+  }
+}

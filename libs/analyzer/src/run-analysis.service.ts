@@ -211,7 +211,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async restore(runId: string, state: RunState): Promise<void> {
-    // Read a page at a time; the token stats are not read (nothing live judges them).
+    // Read a page at a time; token stats are not read (nothing live judges them).
     const stored = await readStoredRun(this.store, runId);
     for (const w of stored.timeline.windows) state.timeline.addWindow(w);
     state.timeline.addDigests(stored.timeline.digests);

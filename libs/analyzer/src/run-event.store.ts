@@ -90,7 +90,7 @@ export class RunEventStore {
   /** A run's events (of one kind or topic), as `list` orders them, in pages of `pageSize` rows. */
   pages(
     runId: string,
-    options: { topic?: string; kind?: StoredKind; pageSize: number },
+    options: { topic?: string; kinds?: readonly StoredKind[]; pageSize: number },
   ): AsyncGenerator<RunEventRecord[]> {
     return this.events.pagesByRun(runId, options);
   }
@@ -134,9 +134,9 @@ export interface StoredRun {
 }
 
 /**
- * Reads a run back from the store a page at a time, one kind after another (each kind in stored
- * order), keeping what it needs of each page: token stats are left to `foldStoredTokenStats` and
- * lifecycle events to their caller.
+ * Reads a run back from the store a page at a time, in stored order (as `list` gives it), keeping
+ * what it needs of each page: token stats are left to `foldStoredTokenStats` and lifecycle
+ * events to their caller.
  */
 export async function readStoredRun(
   store: RunEventStore,
@@ -154,27 +154,25 @@ export async function readStoredRun(
     causes: [] as RootCauseChange[],
     timeline: new RunTimeline(),
   };
-  for (const kind of READ_BACK_KINDS) {
-    for await (const page of store.pages(runId, { kind, pageSize })) {
-      for (const { payload } of page) {
-        if (kind === 'shard-command') run.spec ??= (payload as unknown as RunShardCommand).spec;
-        else if (kind === 'window') {
-          run.windows.push(payload as unknown as TelemetryWindow);
-          run.timeline.addWindow(payload as unknown as TelemetryWindow);
-        } else if (kind === 'digest') run.timeline.addDigests((payload as unknown as DigestBatch).digests);
-        else if (kind === 'gpu') {
-          run.gpu.push(payload as unknown as GpuTelemetry);
-          run.timeline.addGpu(payload as unknown as GpuTelemetry);
-        } else if (kind === 'semantic') {
-          if ((payload as unknown as SemanticSignal).kind !== 'detector') continue;
-          run.detectors.push(payload as unknown as DetectorSignal);
-          run.timeline.addDetector(payload as unknown as DetectorSignal);
-        } else if (kind === 'tier') run.tierChanges.push(payload as unknown as SloTierChange);
-        else if (kind === 'tier-published')
-          run.tiersPublished.add((payload as unknown as TierPublished).tierEventId);
-        else if (kind === 'breaker') run.breakerChanges.push(payload as unknown as BreakerChange);
-        else run.causes.push(payload as unknown as RootCauseChange);
-      }
+  for await (const page of store.pages(runId, { kinds: READ_BACK_KINDS, pageSize })) {
+    for (const { kind, payload } of page) {
+      if (kind === 'shard-command') run.spec ??= (payload as unknown as RunShardCommand).spec;
+      else if (kind === 'window') {
+        run.windows.push(payload as unknown as TelemetryWindow);
+        run.timeline.addWindow(payload as unknown as TelemetryWindow);
+      } else if (kind === 'digest') run.timeline.addDigests((payload as unknown as DigestBatch).digests);
+      else if (kind === 'gpu') {
+        run.gpu.push(payload as unknown as GpuTelemetry);
+        run.timeline.addGpu(payload as unknown as GpuTelemetry);
+      } else if (kind === 'semantic') {
+        if ((payload as unknown as SemanticSignal).kind !== 'detector') continue;
+        run.detectors.push(payload as unknown as DetectorSignal);
+        run.timeline.addDetector(payload as unknown as DetectorSignal);
+      } else if (kind === 'tier') run.tierChanges.push(payload as unknown as SloTierChange);
+      else if (kind === 'tier-published')
+        run.tiersPublished.add((payload as unknown as TierPublished).tierEventId);
+      else if (kind === 'breaker') run.breakerChanges.push(payload as unknown as BreakerChange);
+      else if (kind === 'cause') run.causes.push(payload as unknown as RootCauseChange);
     }
   }
   // Stored order is by emittedAt already; sorted (stably) so that the contract does not rest on it.
@@ -183,7 +181,8 @@ export async function readStoredRun(
   return run;
 }
 
-const READ_BACK_KINDS = [
+/** Every stored kind but token stats (folded apart) and lifecycle events (read by the finalizer). */
+const READ_BACK_KINDS: readonly StoredKind[] = [
   'shard-command',
   'window',
   'digest',
@@ -193,7 +192,7 @@ const READ_BACK_KINDS = [
   'tier-published',
   'breaker',
   'cause',
-] as const satisfies readonly StoredKind[];
+];
 
 /**
  * Folds a run's stored token stats, a page at a time in stored order, placed on the run's
@@ -206,7 +205,7 @@ export async function foldStoredTokenStats(
   pageSize = STORED_PAGE_SIZE,
 ): Promise<TokenStatsFigures> {
   const accumulator = new TokenStatsAccumulator(placement);
-  for await (const page of store.pages(runId, { kind: 'token-stats', pageSize }))
+  for await (const page of store.pages(runId, { kinds: ['token-stats'], pageSize }))
     for (const e of page) accumulator.add(e.payload as unknown as TokenStatsBatchSignal | TokenStatsSignal);
   return accumulator.figures();
 }

@@ -488,10 +488,21 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
           expect(pages).toHaveLength(Math.ceil(17 / pageSize));
         }
         const windows: RunEventRecord[] = [];
-        for await (const page of sut.runEvents.pagesByRun(runId, { kind: 'window', pageSize: 4 }))
+        for await (const page of sut.runEvents.pagesByRun(runId, { kinds: ['window'], pageSize: 4 }))
           windows.push(...page);
         expect(windows).toEqual(await sut.runEvents.listByRun(runId, { kind: 'window' }));
         expect(windows).toHaveLength(12);
+        const some: RunEventRecord[] = [];
+        for await (const page of sut.runEvents.pagesByRun(runId, {
+          kinds: ['window', 'token-stats'],
+          pageSize: 5,
+        }))
+          some.push(...page);
+        expect(some).toEqual(listed);
+        const none: RunEventRecord[] = [];
+        for await (const page of sut.runEvents.pagesByRun(runId, { kinds: [], pageSize: 5 }))
+          none.push(...page);
+        expect(none).toEqual([]);
       });
 
       it('reads no page of an unknown run and refuses a page size that is not a positive integer', async () => {

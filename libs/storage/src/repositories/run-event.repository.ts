@@ -31,7 +31,8 @@ export type RunEventCursor = Pick<RunEventRecord, 'occurredAt' | 'eventId'>;
 /** Which of a run's events to read, page by page. */
 export interface RunEventPageQuery {
   readonly topic?: string;
-  readonly kind?: string;
+  /** Only events of these kinds (absent: every kind), still in one stored order. */
+  readonly kinds?: readonly string[];
   /** Events per page (a positive integer); a page holds its rows' payloads, parsed. */
   readonly pageSize: number;
 }
@@ -95,21 +96,21 @@ export class RunEventRepository {
    */
   async pageByRun(
     runId: string,
-    options: { topic?: string; kind?: string; after?: RunEventCursor | null; limit: number },
+    options: { topic?: string; kinds?: readonly string[]; after?: RunEventCursor | null; limit: number },
   ): Promise<RunEventRecord[]> {
     if (!Number.isInteger(options.limit) || options.limit < 1)
       throw new RangeError(`page size must be a positive integer, got ${options.limit}`);
     const after = options.after ?? null;
     const rows = await this.db.query(
       `SELECT ${COLUMNS} FROM run_events
-        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2) AND ($3::text IS NULL OR kind = $3)
+        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2) AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
           AND ($4::timestamptz IS NULL OR (occurred_at, event_id) > ($4::timestamptz, $5::text))
         ORDER BY occurred_at, event_id
         LIMIT $6`,
       [
         runId,
         options.topic ?? null,
-        options.kind ?? null,
+        options.kinds ? [...options.kinds] : null,
         after ? timestampParam(after.occurredAt) : null,
         after ? after.eventId : null,
         options.limit,

@@ -41,13 +41,7 @@ import {
   type TierPolicyConfig,
   type TrackedCause,
 } from '@fathom/analysis';
-import {
-  RunEventStore,
-  timelineOf,
-  type DigestBatch,
-  type StoredKind,
-  type TierPublished,
-} from './run-event.store';
+import { RunEventStore, readStoredRun, type DigestBatch, type StoredKind } from './run-event.store';
 import { RunReportFinalizer, stripNamedAt, type LiveRuns } from './run-report.finalizer';
 import { isStaleShardCommand } from '@fathom/contracts';
 import { ANALYZER_SETTINGS, type AnalyzerSettings } from './analyzer.settings';
@@ -217,20 +211,14 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async restore(runId: string, state: RunState): Promise<void> {
-    const stored = await this.store.list(runId);
-    const tierChanges: SloTierChange[] = [];
-    const published = new Set<string>();
-    const timeline = timelineOf(stored);
-    for (const w of timeline.windows) state.timeline.addWindow(w);
-    state.timeline.addDigests(timeline.digests);
-    for (const d of timeline.detectors) state.timeline.addDetector(d);
-    for (const e of stored) {
-      if (e.kind === 'shard-command') state.spec ??= (e.payload as RunShardCommand).spec;
-      else if (e.kind === 'gpu') state.timeline.addGpu(e.payload as GpuTelemetry);
-      else if (e.kind === 'tier') tierChanges.push(e.payload as SloTierChange);
-      else if (e.kind === 'tier-published')
-        published.add((e.payload as unknown as TierPublished).tierEventId);
-    }
+    // Read a page at a time; token stats are not read (nothing live judges them).
+    const stored = await readStoredRun(this.store, runId);
+    for (const w of stored.timeline.windows) state.timeline.addWindow(w);
+    state.timeline.addDigests(stored.timeline.digests);
+    for (const d of stored.timeline.detectors) state.timeline.addDetector(d);
+    for (const scrape of stored.gpu) state.timeline.addGpu(scrape);
+    state.spec ??= stored.spec;
+    const { tierChanges, tiersPublished: published } = stored;
     if (state.spec) {
       state.tierPolicy = tierPolicyFor(state.spec.slo.tiers);
       state.tierPolicyFromSpec = true;

@@ -1,18 +1,25 @@
 import type { RunEventRecord, RunEventRepository } from '@fathom/storage';
 import {
   Topics,
-  expandTokenStats,
+  type BreakerChange,
   type TokenStatsBatchSignal,
   type TokenStatsSignal,
   type CampaignSpec,
   type DetectorSignal,
   type GpuTelemetry,
+  type RootCauseChange,
   type RunShardCommand,
   type SemanticSignal,
   type SloTierChange,
   type TelemetryWindow,
 } from '@fathom/contracts';
-import { RunTimeline, type RecordDigest } from '@fathom/analysis';
+import {
+  RunTimeline,
+  TokenStatsAccumulator,
+  type RecordDigest,
+  type TokenStatsFigures,
+  type TokenStatsPlacement,
+} from '@fathom/analysis';
 
 /** `token-stats` apart from the other semantic signals: the settle check counts them against the records published. */
 export type StoredKind =
@@ -80,6 +87,14 @@ export class RunEventStore {
     return this.events.listByRun(runId, options);
   }
 
+  /** A run's events (of one kind or topic), as `list` orders them, in pages of `pageSize` rows. */
+  pages(
+    runId: string,
+    options: { topic?: string; kinds?: readonly StoredKind[]; pageSize: number },
+  ): AsyncGenerator<RunEventRecord[]> {
+    return this.events.pagesByRun(runId, options);
+  }
+
   count(runId: string, options: { topic?: string; kind?: StoredKind } = {}): Promise<number> {
     return this.events.countByRun(runId, options);
   }
@@ -96,28 +111,101 @@ export class RunEventStore {
   }
 }
 
-/** The per-record token stats of a run's stored `token-stats-batch` signals, in stored order. */
-export function storedTokenStats(stored: readonly RunEventRecord[]): TokenStatsSignal[] {
-  return storedOf<TokenStatsBatchSignal | TokenStatsSignal>(stored, 'token-stats').flatMap((s) =>
-    // A store written before the batching holds one signal per record.
-    s.kind === 'token-stats' ? [s] : expandTokenStats(s),
-  );
+/** Rows per page when a run is read back: a digest or token-stats row holds one telemetry batch's records. */
+export const STORED_PAGE_SIZE = 200;
+
+/** What a run's report and a restarted analyzer read back of a run: everything but its token stats. */
+export interface StoredRun {
+  /** The spec of the first shard command stored; null when none was. */
+  readonly spec: CampaignSpec | null;
+  /** Every stored window, redeliveries included, in stored order (the timeline keeps one per key). */
+  readonly windows: TelemetryWindow[];
+  readonly detectors: DetectorSignal[];
+  /** Every scrape, failed ones included (the timeline keeps the ok ones). */
+  readonly gpu: GpuTelemetry[];
+  /** In the order they were announced (by emittedAt, then id). */
+  readonly tierChanges: SloTierChange[];
+  /** Ids of the tier changes known to have been published. */
+  readonly tiersPublished: ReadonlySet<string>;
+  readonly breakerChanges: BreakerChange[];
+  readonly causes: RootCauseChange[];
+  /** Windows, digests, ok scrapes and detector signals; the digests whole (one per record, ~0.5 KB of heap). */
+  readonly timeline: RunTimeline;
 }
 
-/** Payloads of one kind among stored events. */
-export function storedOf<T>(stored: readonly RunEventRecord[], kind: StoredKind): T[] {
-  return stored.filter((e) => e.kind === kind).map((e) => e.payload as T);
-}
-
-/** A run's whole timeline from its stored events (windows, digests, GPU scrapes, detector signals). */
-export function timelineOf(stored: readonly RunEventRecord[]): RunTimeline {
-  const timeline = new RunTimeline();
-  for (const e of stored) {
-    if (e.kind === 'window') timeline.addWindow(e.payload as TelemetryWindow);
-    else if (e.kind === 'digest') timeline.addDigests((e.payload as unknown as DigestBatch).digests);
-    else if (e.kind === 'gpu') timeline.addGpu(e.payload as GpuTelemetry);
-    else if (e.kind === 'semantic' && (e.payload as SemanticSignal).kind === 'detector')
-      timeline.addDetector(e.payload as DetectorSignal);
+/**
+ * Reads a run back from the store a page at a time, in stored order (as `list` gives it), keeping
+ * what it needs of each page: token stats are left to `foldStoredTokenStats` and lifecycle
+ * events to their caller.
+ */
+export async function readStoredRun(
+  store: RunEventStore,
+  runId: string,
+  pageSize = STORED_PAGE_SIZE,
+): Promise<StoredRun> {
+  const run = {
+    spec: null as CampaignSpec | null,
+    windows: [] as TelemetryWindow[],
+    detectors: [] as DetectorSignal[],
+    gpu: [] as GpuTelemetry[],
+    tierChanges: [] as SloTierChange[],
+    tiersPublished: new Set<string>(),
+    breakerChanges: [] as BreakerChange[],
+    causes: [] as RootCauseChange[],
+    timeline: new RunTimeline(),
+  };
+  for await (const page of store.pages(runId, { kinds: READ_BACK_KINDS, pageSize })) {
+    for (const { kind, payload } of page) {
+      if (kind === 'shard-command') run.spec ??= (payload as unknown as RunShardCommand).spec;
+      else if (kind === 'window') {
+        run.windows.push(payload as unknown as TelemetryWindow);
+        run.timeline.addWindow(payload as unknown as TelemetryWindow);
+      } else if (kind === 'digest') run.timeline.addDigests((payload as unknown as DigestBatch).digests);
+      else if (kind === 'gpu') {
+        run.gpu.push(payload as unknown as GpuTelemetry);
+        run.timeline.addGpu(payload as unknown as GpuTelemetry);
+      } else if (kind === 'semantic') {
+        if ((payload as unknown as SemanticSignal).kind !== 'detector') continue;
+        run.detectors.push(payload as unknown as DetectorSignal);
+        run.timeline.addDetector(payload as unknown as DetectorSignal);
+      } else if (kind === 'tier') run.tierChanges.push(payload as unknown as SloTierChange);
+      else if (kind === 'tier-published')
+        run.tiersPublished.add((payload as unknown as TierPublished).tierEventId);
+      else if (kind === 'breaker') run.breakerChanges.push(payload as unknown as BreakerChange);
+      else if (kind === 'cause') run.causes.push(payload as unknown as RootCauseChange);
+    }
   }
-  return timeline;
+  // Stored order is by emittedAt already; sorted (stably) so that the contract does not rest on it.
+  run.tierChanges.sort((a, b) => a.emittedAt - b.emittedAt);
+  run.breakerChanges.sort((a, b) => a.emittedAt - b.emittedAt);
+  return run;
+}
+
+/** Every stored kind but token stats (folded apart) and lifecycle events (read by the finalizer). */
+const READ_BACK_KINDS: readonly StoredKind[] = [
+  'shard-command',
+  'window',
+  'digest',
+  'gpu',
+  'semantic',
+  'tier',
+  'tier-published',
+  'breaker',
+  'cause',
+];
+
+/**
+ * Folds a run's stored token stats, a page at a time in stored order, placed on the run's
+ * windows and digests (`readStoredRun`'s timeline): no page outlives its fold.
+ */
+export async function foldStoredTokenStats(
+  store: RunEventStore,
+  runId: string,
+  placement: TokenStatsPlacement,
+  pageSize = STORED_PAGE_SIZE,
+): Promise<TokenStatsFigures> {
+  const accumulator = new TokenStatsAccumulator(placement);
+  for await (const page of store.pages(runId, { kinds: ['token-stats'], pageSize }))
+    for (const e of page) accumulator.add(e.payload as unknown as TokenStatsBatchSignal | TokenStatsSignal);
+  return accumulator.figures();
 }

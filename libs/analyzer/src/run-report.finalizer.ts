@@ -5,16 +5,10 @@ import type { MeasurementValidity } from '@fathom/contracts';
 import {
   Topics,
   envelope,
-  type BreakerChange,
-  type CampaignSpec,
-  type GpuTelemetry,
   type RootCauseChange,
   type RunLifecycle,
-  type RunShardCommand,
-  type SemanticSignal,
-  type SloTierChange,
+  type RunSummary,
   type TelemetryWindow,
-  type DetectorSignal,
   Detectors,
 } from '@fathom/contracts';
 import {
@@ -26,9 +20,11 @@ import {
   tierPolicyFor,
   withTelemetryLoss,
   type MissingShard,
+  type RunReportDocument,
+  type TokenStatsFigures,
   type TrackedCause,
 } from '@fathom/analysis';
-import { storedOf, storedTokenStats, timelineOf, type RunEventStore } from './run-event.store';
+import { foldStoredTokenStats, readStoredRun, type RunEventStore, type StoredRun } from './run-event.store';
 
 const SETTLE_POLL_MS = 200;
 /** The sweep for silent runs looks at most this often (ms). */
@@ -191,58 +187,20 @@ export class RunReportFinalizer {
   private async report(runId: string, lifecycle: RunLifecycle[], missing: readonly number[]): Promise<void> {
     const campaignId = lifecycle[0].campaignId;
     const liveCauses = await this.live.finalEvaluation(runId);
-    // The whole run, read back from storage: the live state keeps only what it still judges.
-    const stored = await this.store.list(runId);
-    const of = <T>(kind: Parameters<typeof storedOf>[1]) => storedOf<T>(stored, kind);
-    const spec = of<RunShardCommand>('shard-command')[0]?.spec ?? null;
-    const windows = of<TelemetryWindow>('window');
-    const semantic = of<SemanticSignal>('semantic');
-    const tokenStats = storedTokenStats(stored);
+    // The whole run, read back from storage a page at a time: the live state keeps only what it
+    // still judges, and the token stats are folded as they are read.
+    const stored = await readStoredRun(this.store, runId);
+    const tokenStats = await foldStoredTokenStats(this.store, runId, stored.timeline);
     const run = await this.runs.get(runId);
-    const tierChanges = of<SloTierChange>('tier').sort((a, b) => a.emittedAt - b.emittedAt);
-    const timeline = timelineOf(stored);
-    const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
-    const breakerChanges = of<BreakerChange>('breaker').sort((a, b) => a.emittedAt - b.emittedAt);
-    const wholeRun = judgeWholeRun(timeline, tiers, breakerChanges);
-    const rootCauses = rootCausesOfRun(
-      timeline.windows,
-      liveCauses ?? causesFromStored(of<RootCauseChange>('cause')),
-    );
-    const built = buildRunSummary({
-      spec: spec as CampaignSpec | null,
-      lifecycle,
-      windows,
-      tokenStats,
-      detectorSignals: semantic.filter((s) => s.kind === 'detector').length,
-      gpu: of<GpuTelemetry>('gpu'),
-      tierChanges,
-      aborted: run?.status === 'aborted',
-      missingShards: missing.map((index) => missingShard(index, lifecycle, windows)),
-      wholeRun,
-      embedded:
-        semantic.find(
-          (s): s is DetectorSignal => s.kind === 'detector' && s.detector === Detectors.semanticGoodput,
-        )?.figures.embedded ?? null,
-    });
-    const validity = withTelemetryLoss(
-      assessValidity(timeline.windows, timeline.digests, rootCauses.length > 0),
-      built.telemetry,
-    );
-    const summary = { ...built, validity };
-    const document = buildRunReportDocument({
+    const { summary, document, validity, rootCauses } = reportOfStoredRun({
       runId,
-      campaignId,
-      summary,
-      timeline,
-      tiers,
-      tierChanges,
-      breakerChanges,
-      rootCauses,
-      validity,
-      stallMs: this.options.stallMs,
-      gpu: of<GpuTelemetry>('gpu'),
-      spec: spec as CampaignSpec | null,
+      lifecycle,
+      missing,
+      stored,
       tokenStats,
+      liveCauses,
+      aborted: run?.status === 'aborted',
+      stallMs: this.options.stallMs,
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
     this.live.reported(runId, validity);
@@ -259,6 +217,70 @@ export class RunReportFinalizer {
       `run ${runId}: reported ${summary.status} (${summary.requests} requests, tier ${summary.tier ?? 'n/a'}, ${rootCauses.length} causes, ${validity.valid ? 'valid' : 'invalid'})`,
     );
   }
+}
+
+/** What a run's report is built from: its stored events, read back, and what the analyzer knows live. */
+export interface StoredRunReportInput {
+  readonly runId: string;
+  readonly lifecycle: readonly RunLifecycle[];
+  /** Shards that never ended (the run is `partial`). */
+  readonly missing: readonly number[];
+  readonly stored: StoredRun;
+  /** Folded on `stored.timeline` (`foldStoredTokenStats`). */
+  readonly tokenStats: TokenStatsFigures;
+  /** The live evaluation's ranked causes; null: none live (e.g. after a restart), the stored ones. */
+  readonly liveCauses: TrackedCause[] | null;
+  readonly aborted: boolean;
+  readonly stallMs: number;
+}
+
+/** A run's summary, its versioned report document, and the validity and causes they state. */
+export function reportOfStoredRun(input: StoredRunReportInput): {
+  summary: RunSummary;
+  document: RunReportDocument;
+  validity: MeasurementValidity;
+  rootCauses: TrackedCause[];
+} {
+  const { stored, lifecycle, tokenStats } = input;
+  const { timeline, spec, windows, tierChanges, breakerChanges } = stored;
+  const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
+  const wholeRun = judgeWholeRun(timeline, tiers, breakerChanges);
+  const rootCauses = rootCausesOfRun(timeline.windows, input.liveCauses ?? causesFromStored(stored.causes));
+  const built = buildRunSummary({
+    spec,
+    lifecycle,
+    windows,
+    tokenStats,
+    detectorSignals: stored.detectors.length,
+    gpu: stored.gpu,
+    tierChanges,
+    aborted: input.aborted,
+    missingShards: input.missing.map((index) => missingShard(index, lifecycle, windows)),
+    wholeRun,
+    embedded:
+      stored.detectors.find((s) => s.detector === Detectors.semanticGoodput)?.figures.embedded ?? null,
+  });
+  const validity = withTelemetryLoss(
+    assessValidity(timeline.windows, timeline.digests, rootCauses.length > 0),
+    built.telemetry,
+  );
+  const summary = { ...built, validity };
+  const document = buildRunReportDocument({
+    runId: input.runId,
+    campaignId: lifecycle[0].campaignId,
+    summary,
+    timeline,
+    tiers,
+    tierChanges,
+    breakerChanges,
+    rootCauses,
+    validity,
+    stallMs: input.stallMs,
+    gpu: stored.gpu,
+    spec,
+    tokenStats,
+  });
+  return { summary, document, validity, rootCauses };
 }
 
 /** A shard that never ended: its generator (from its start) and when it was last heard of. */
@@ -282,9 +304,9 @@ export function stripNamedAt(cause: TrackedCause): Omit<TrackedCause, 'namedAt'>
 }
 
 /** After a restart: each kind's strongest stored verdict, named when it was first published. */
-function causesFromStored(changes: RootCauseChange[]): TrackedCause[] {
+function causesFromStored(changes: readonly RootCauseChange[]): TrackedCause[] {
   const byKind = new Map<string, TrackedCause>();
-  for (const change of changes.sort((a, b) => a.emittedAt - b.emittedAt)) {
+  for (const change of [...changes].sort((a, b) => a.emittedAt - b.emittedAt)) {
     for (const cause of change.causes) {
       const seen = byKind.get(cause.kind);
       if (!seen) byKind.set(cause.kind, { ...cause, namedAt: change.emittedAt });

@@ -466,6 +466,55 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         expect(await sut.runEvents.countItemsByRun(uid('missing'), 'token-stats', 'stats')).toBe(0);
       });
 
+      it('reads a run in pages of its listing order, ties on time broken by id, without gaps or repeats', async () => {
+        const runId = uid('run');
+        // Three events share each millisecond, stored out of order: the keyset must split ties.
+        const events = Array.from({ length: 17 }, (_, n) =>
+          event(runId, n, {
+            eventId: `${runId}:${String.fromCharCode(97 + ((n * 7) % 17))}`,
+            occurredAt: 1_700_000_000_000 + Math.floor(n / 3),
+            kind: n % 4 === 0 ? 'token-stats' : 'window',
+          }),
+        );
+        await sut.runEvents.appendMany([...events].reverse());
+        await sut.runEvents.appendMany([event(uid('other'), 0)]);
+        const listed = await sut.runEvents.listByRun(runId);
+
+        for (const pageSize of [1, 2, 3, 7, 17, 100]) {
+          const pages: RunEventRecord[][] = [];
+          for await (const page of sut.runEvents.pagesByRun(runId, { pageSize })) pages.push(page);
+          expect(pages.flat()).toEqual(listed);
+          expect(pages.every((p) => p.length <= pageSize)).toBe(true);
+          expect(pages).toHaveLength(Math.ceil(17 / pageSize));
+        }
+        const windows: RunEventRecord[] = [];
+        for await (const page of sut.runEvents.pagesByRun(runId, { kinds: ['window'], pageSize: 4 }))
+          windows.push(...page);
+        expect(windows).toEqual(await sut.runEvents.listByRun(runId, { kind: 'window' }));
+        expect(windows).toHaveLength(12);
+        const some: RunEventRecord[] = [];
+        for await (const page of sut.runEvents.pagesByRun(runId, {
+          kinds: ['window', 'token-stats'],
+          pageSize: 5,
+        }))
+          some.push(...page);
+        expect(some).toEqual(listed);
+        const none: RunEventRecord[] = [];
+        for await (const page of sut.runEvents.pagesByRun(runId, { kinds: [], pageSize: 5 }))
+          none.push(...page);
+        expect(none).toEqual([]);
+      });
+
+      it('reads no page of an unknown run and refuses a page size that is not a positive integer', async () => {
+        const pages: RunEventRecord[][] = [];
+        for await (const page of sut.runEvents.pagesByRun(uid('missing'), { pageSize: 5 })) pages.push(page);
+        expect(pages).toEqual([]);
+        for (const limit of [0, -1, 2.5, Number.NaN])
+          await expect(sut.runEvents.pageByRun(uid('run'), { limit })).rejects.toThrow(
+            /page size must be a positive integer/,
+          );
+      });
+
       it('does nothing for an empty batch and counts zero for an unknown run', async () => {
         expect(await sut.runEvents.appendMany([])).toBe(0);
         expect(await sut.runEvents.countByRun(uid('missing'))).toBe(0);

@@ -5,9 +5,9 @@ import type {
   SweepKnee,
   SweepStep,
   TelemetryWindow,
-  TokenStatsSignal,
 } from '@fathom/contracts';
 import { mergeWindows, quantilesFromHistogram, sloVerdict, type MergedWindows } from '@fathom/load';
+import type { GoodputCounts } from './token-stats.accumulator';
 
 /** Goodput stops rising at the first step within 5 % of the sweep's best goodput. */
 export const GOODPUT_PLATEAU_SHARE = 0.95;
@@ -20,11 +20,6 @@ export function phaseOf(window: Pick<TelemetryWindow, 'phase'>): LoadPhase {
 /** Windows whose requests count in latency verdicts (not warm-up, not cool-down). */
 export function measuredWindows<W extends Pick<TelemetryWindow, 'phase'>>(windows: readonly W[]): W[] {
   return windows.filter((w) => phaseOf(w).segment === 'measured');
-}
-
-/** Token stats of measured requests (a record without a phase counts as measured). */
-export function measuredStats(stats: readonly TokenStatsSignal[]): TokenStatsSignal[] {
-  return stats.filter((s) => (s.phase?.segment ?? 'measured') === 'measured');
 }
 
 /** Latency quantiles of a merge, with the campaign's extra percentiles. */
@@ -48,19 +43,11 @@ export function segmentFigures(
   return { requests: merged.requests, errors: merged.errors, latencyMs: phaseLatency(merged, percentiles) };
 }
 
-/** Goodput of the judged records, scaled to a request rate (as the run's). */
+/** Goodput of the judged records (`TokenStatsAccumulator`), scaled to a request rate (as the run's). */
 export function goodputOf(
-  stats: readonly TokenStatsSignal[],
+  { judged, good, semanticallyGood }: GoodputCounts,
   requestsPerSec: number,
 ): NonNullable<RunSummary['semantic']['goodput']> {
-  let good = 0;
-  let semanticallyGood = 0;
-  for (const s of stats) {
-    if (s.assessment === 'error' || s.latencySloMet === false) continue;
-    good++;
-    if (Object.values(s.checks ?? {}).every(Boolean)) semanticallyGood++;
-  }
-  const judged = stats.length;
   return {
     judged,
     good,
@@ -76,7 +63,7 @@ export function goodputOf(
  */
 export function sweepSummary(
   windows: readonly TelemetryWindow[],
-  stats: readonly TokenStatsSignal[],
+  measuredByStep: ReadonlyMap<number, GoodputCounts>,
   slo: SloThresholds,
   percentiles?: readonly number[],
 ): RunSummary['sweep'] {
@@ -87,13 +74,8 @@ export function sweepSummary(
     byStep.set(index, [...(byStep.get(index) ?? []), w]);
   }
   if (![...byStep.values()].some((ws) => phaseOf(ws[0]).kind !== 'run')) return undefined;
-  const statsByStep = new Map<number, TokenStatsSignal[]>();
-  for (const s of measuredStats(stats)) {
-    if (!s.phase) continue;
-    statsByStep.set(s.phase.index, [...(statsByStep.get(s.phase.index) ?? []), s]);
-  }
   const steps: SweepStep[] = [...byStep.entries()].map(([index, ws]) =>
-    stepOf(index, ws, statsByStep.get(index) ?? [], slo, percentiles),
+    stepOf(index, ws, measuredByStep.get(index), slo, percentiles),
   );
   steps.sort((a, b) => loadRank(a) - loadRank(b) || a.index - b.index);
   return { steps, knee: kneeOf(steps) };
@@ -102,7 +84,7 @@ export function sweepSummary(
 function stepOf(
   index: number,
   windows: readonly TelemetryWindow[],
-  stats: readonly TokenStatsSignal[],
+  judged: GoodputCounts | undefined,
   slo: SloThresholds,
   percentiles?: readonly number[],
 ): SweepStep {
@@ -137,7 +119,7 @@ function stepOf(
       outputTokensPerSec: seconds > 0 ? merged.outputTokens / seconds : 0,
     },
     latencyMs,
-    goodput: stats.length ? goodputOf(stats, requestsPerSec) : null,
+    goodput: judged?.judged ? goodputOf(judged, requestsPerSec) : null,
     slo: sloVerdict(
       {
         requests: merged.requests,

@@ -3,6 +3,7 @@ import {
   type CampaignSpec,
   type DetectorSignal,
   type TelemetryWindow,
+  type TokenStatsBatchSignal,
   type TokenStatsSignal,
 } from '@fathom/contracts';
 import { decodeHistogram, encodeHistogram, mergeWindows } from '@fathom/load';
@@ -11,8 +12,23 @@ import type { RecordDigest } from '../evidence/record-digest';
 import { DEFAULT_TIER_POLICY } from '../objectives/tier.policy';
 import { buildRunSummary } from './run-summary.builder';
 import { buildRunReportDocument, type RunReportDocument } from './run-report.document';
+import {
+  TokenStatsAccumulator,
+  type TokenStatsFigures,
+  type TokenStatsPlacement,
+} from './token-stats.accumulator';
 
 export const T0 = 1_700_000_000_000;
+
+/** Token stats folded as the analyzer folds them, in one go; no windows or digests: no bucket. */
+export function foldTokenStats(
+  stats: readonly (TokenStatsSignal | TokenStatsBatchSignal)[],
+  placement: TokenStatsPlacement = { windows: [], digests: [] },
+): TokenStatsFigures {
+  const accumulator = new TokenStatsAccumulator(placement);
+  for (const s of stats) accumulator.add(s);
+  return accumulator.figures();
+}
 
 export interface FixtureRun {
   readonly runId?: string;
@@ -143,6 +159,7 @@ export function fixtureReport(run: FixtureRun): RunReportDocument {
     figures: { depth: 7 },
   };
   timeline.addDetector(detector);
+  const folded = foldTokenStats(tokenStats, timeline);
   const lifecycle = [
     { ...envelope('c-1', runId, T0), phase: 'shard-started' },
     { ...envelope('c-1', runId, T0 + windows * 1000), phase: 'shard-finished' },
@@ -160,7 +177,7 @@ export function fixtureReport(run: FixtureRun): RunReportDocument {
     spec,
     lifecycle,
     windows: all,
-    tokenStats,
+    tokenStats: folded,
     detectorSignals: 1,
     gpu: [],
     tierChanges,
@@ -186,6 +203,6 @@ export function fixtureReport(run: FixtureRun): RunReportDocument {
     validity: { valid: true, reasons: [] },
     stallMs: 2000,
     spec,
-    tokenStats,
+    tokenStats: folded,
   });
 }

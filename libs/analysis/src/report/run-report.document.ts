@@ -5,7 +5,6 @@ import type {
   MeasurementValidity,
   RunSummary,
   SloTierChange,
-  TokenStatsSignal,
 } from '@fathom/contracts';
 import { smUtilisationHeatMap, type NormalisedSample } from '@fathom/gpu';
 import { gpuCounterIncrease, gpuMax, type RunTimeline } from '../evidence/run-timeline';
@@ -27,6 +26,7 @@ import {
 } from '../evidence/tool-drift';
 import { buildRunSeries, type RunSeries } from './run-series';
 import { redactSpec } from './spec-redaction.util';
+import type { TokenStatsFigures } from './token-stats.accumulator';
 
 /** Version of the report document's shape; bump on any breaking change. */
 export const RUN_REPORT_DOCUMENT_VERSION = 2;
@@ -116,8 +116,11 @@ export interface RunReportInput {
   readonly gpu?: readonly GpuTelemetry[];
   /** The run's campaign spec (redacted into the document); null when it was never stored. */
   readonly spec?: CampaignSpec | null;
-  /** The semantic-monitor's token-stats signals: goodput per window and the token samples. */
-  readonly tokenStats?: readonly TokenStatsSignal[];
+  /**
+   * The semantic-monitor's token stats, folded on this timeline's windows and digests: goodput
+   * per window and the token samples.
+   */
+  readonly tokenStats?: TokenStatsFigures;
 }
 
 /** The run judged as a whole: every tier's objectives, and the tier they put the run in. */
@@ -196,7 +199,7 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
       digests,
       gpu: timeline.gpu,
       detectors: timeline.detectors,
-      tokenStats: input.tokenStats ?? [],
+      tokenStats: input.tokenStats ?? null,
     }),
     objectives,
     tiers: {

@@ -1,4 +1,4 @@
-import type { DetectorSignal, TelemetryWindow, TokenSample, TokenStatsSignal } from '@fathom/contracts';
+import type { DetectorSignal, TelemetryWindow, TokenSample } from '@fathom/contracts';
 import {
   binCountsMs,
   decodeHistogram,
@@ -8,6 +8,7 @@ import {
 } from '@fathom/load';
 import { gpuSeries, type GpuPoint } from '../evidence/run-timeline';
 import type { RecordDigest } from '../evidence/record-digest';
+import type { GoodputCounts, TokenStatsFigures } from './token-stats.accumulator';
 
 /**
  * Bounds of the time series a report carries, so a document stays around a megabyte however long
@@ -142,17 +143,36 @@ export interface RunSeriesInput {
   readonly digests: readonly RecordDigest[];
   readonly gpu: readonly GpuPoint[];
   readonly detectors: readonly DetectorSignal[];
-  readonly tokenStats: readonly TokenStatsSignal[];
+  /**
+   * The run's token stats folded (`TokenStatsAccumulator`, placed on these windows and digests):
+   * goodput per bucket and the token samples. Null: none were reported.
+   */
+  readonly tokenStats: TokenStatsFigures | null;
+}
+
+/**
+ * The series' buckets over a run's windows: from the first window's start, a whole number of the
+ * generators' window length (a shard's last window can be cut short: not the bucket size), so
+ * that at most `maxBuckets` cover the run.
+ */
+export function seriesBuckets(windows: readonly TelemetryWindow[]): { start: number; bucketMs: number } {
+  const baseMs = windows.length ? Math.max(...windows.map((w) => w.windowMs)) : 1000;
+  const start = windows.length ? Math.min(...windows.map((w) => w.windowStart)) : 0;
+  const end = windows.length ? Math.max(...windows.map((w) => w.windowStart + w.windowMs)) : 0;
+  const bucketMs = Math.max(1, Math.ceil((end - start) / baseMs / RUN_SERIES_LIMITS.maxBuckets)) * baseMs;
+  return { start, bucketMs };
 }
 
 /** Builds the report's time series from the run's stored evidence. Pure. */
 export function buildRunSeries(input: RunSeriesInput): RunSeries {
   const windows = dedupe(input.windows);
-  // The generators' window length (a shard's last window can be cut short: not the bucket size).
-  const baseMs = windows.length ? Math.max(...windows.map((w) => w.windowMs)) : 1000;
-  const start = windows.length ? Math.min(...windows.map((w) => w.windowStart)) : 0;
-  const end = windows.length ? Math.max(...windows.map((w) => w.windowStart + w.windowMs)) : 0;
-  const bucketMs = Math.max(1, Math.ceil((end - start) / baseMs / RUN_SERIES_LIMITS.maxBuckets)) * baseMs;
+  const { start, bucketMs } = seriesBuckets(windows);
+  const placed = input.tokenStats?.series;
+  if (placed && (placed.start !== start || placed.bucketMs !== bucketMs))
+    throw new RangeError(
+      `token stats were bucketed from ${placed.start} every ${placed.bucketMs} ms, the run's windows from ${start} every ${bucketMs} ms: fold them on the same windows`,
+    );
+  const judgedByBucket: ReadonlyMap<number, GoodputCounts> = placed?.judgedByBucket ?? new Map();
   const byBucket = new Map<number, TelemetryWindow[]>();
   for (const w of windows) {
     const index = Math.max(0, Math.ceil((w.windowStart + w.windowMs - start) / bucketMs) - 1);
@@ -160,7 +180,6 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
     if (list) list.push(w);
     else byBucket.set(index, [w]);
   }
-  const judgedByBucket = judgedPerBucket(input.digests, input.tokenStats, start, bucketMs);
   // Each window's histograms are decoded once into its bucket, and the buckets added up for the
   // whole run (mergeWindows per bucket and again for the whole decoded each twice and encoded).
   const whole = emptyHistograms();
@@ -211,7 +230,6 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
       semanticGoodputPerSec: judged.judged ? (rps * judged.semanticallyGood) / judged.judged : null,
     });
   }
-  const at = new Map(input.digests.flatMap((d) => (d.requestId ? [[d.requestId, d.at] as const] : [])));
   return {
     bucketMs,
     windows: series,
@@ -225,15 +243,7 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
       itl: latencyDistribution(whole.itl),
       outputTokens: tokenDistribution(input.digests.map((d) => d.outputTokens)),
     },
-    tokenSamples: input.tokenStats
-      .filter((s): s is TokenStatsSignal & { tokenSample: TokenSample } => s.tokenSample !== undefined)
-      .map((s) => ({
-        requestId: s.requestId,
-        at: at.get(s.requestId) ?? s.emittedAt,
-        meanEntropyBits: s.meanEntropyBits ?? null,
-        ...s.tokenSample,
-      }))
-      .sort((a, b) => b.spans.length - a.spans.length || a.at - b.at),
+    tokenSamples: [...(input.tokenStats?.tokenSamples ?? [])],
     records: thin(input.digests, RUN_SERIES_LIMITS.maxRecords).map(recordRow),
     recordsTotal: input.digests.length,
     semanticFindings: semanticFindings(input.detectors),
@@ -244,31 +254,6 @@ function dedupe(windows: readonly TelemetryWindow[]): TelemetryWindow[] {
   const byKey = new Map<string, TelemetryWindow>();
   for (const w of windows) byKey.set(`${w.generatorId}/${w.shard}/${w.seq}`, w);
   return [...byKey.values()];
-}
-
-/** Good: succeeded within the per-request latency SLO; semantically good: also every check passed. */
-function judgedPerBucket(
-  digests: readonly RecordDigest[],
-  stats: readonly TokenStatsSignal[],
-  start: number,
-  bucketMs: number,
-): Map<number, { judged: number; good: number; semanticallyGood: number }> {
-  const endedAt = new Map<string, number>();
-  for (const d of digests) if (d.requestId) endedAt.set(d.requestId, d.at);
-  const out = new Map<number, { judged: number; good: number; semanticallyGood: number }>();
-  for (const s of stats) {
-    const at = endedAt.get(s.requestId);
-    if (at === undefined) continue;
-    const index = Math.max(0, Math.ceil((at - start) / bucketMs) - 1);
-    const row = out.get(index) ?? { judged: 0, good: 0, semanticallyGood: 0 };
-    row.judged++;
-    if (s.assessment !== 'error' && s.latencySloMet !== false) {
-      row.good++;
-      if (Object.values(s.checks ?? {}).every(Boolean)) row.semanticallyGood++;
-    }
-    out.set(index, row);
-  }
-  return out;
 }
 
 type Histogram = ReturnType<typeof decodeHistogram>;

@@ -6,6 +6,7 @@ import {
   type TokenStatsSignal,
 } from '@fathom/contracts';
 import { decodeHistogram, encodeHistogram, mergeWindows } from '@fathom/load';
+import { foldTokenStats } from './report-document.test-util';
 import { buildRunSummary, type RunEvidence } from './run-summary.builder';
 
 const envelope = { schemaVersion: 1 as const, campaignId: 'c', runId: 'r' };
@@ -43,7 +44,7 @@ const evidence = (tokenStats: TokenStatsSignal[]): RunEvidence => ({
   spec: null,
   lifecycle: [lifecycle('shard-started', 0), lifecycle('shard-finished', 10_000)],
   windows: [],
-  tokenStats,
+  tokenStats: foldTokenStats(tokenStats),
   detectorSignals: 0,
   gpu: [],
   tierChanges: [],

@@ -7,20 +7,21 @@ import {
   type RunSummary,
   type SloTierChange,
   type TelemetryWindow,
-  type TokenStatsSignal,
 } from '@fathom/contracts';
 import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
-import { goodputOf, measuredStats, measuredWindows, segmentFigures, sweepSummary } from './load-phases';
+import { goodputOf, measuredWindows, segmentFigures, sweepSummary } from './load-phases';
 import { assertionCoverage, stepFigures } from './step-coverage';
 import { missingShardsReason, telemetryCompleteness, type MissingShard } from './telemetry-completeness';
+import type { TokenStatsFigures } from './token-stats.accumulator';
 
 /** Everything the analyzer stored about one run. */
 export interface RunEvidence {
   readonly spec: CampaignSpec | null;
   readonly lifecycle: readonly RunLifecycle[];
   readonly windows: readonly TelemetryWindow[];
-  readonly tokenStats: readonly TokenStatsSignal[];
+  /** The run's token stats, folded (`TokenStatsAccumulator`). */
+  readonly tokenStats: TokenStatsFigures;
   readonly detectorSignals: number;
   readonly gpu: readonly GpuTelemetry[];
   readonly tierChanges: readonly SloTierChange[];
@@ -73,7 +74,6 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
         ? 'partial'
         : 'completed';
   const shardCount = missingShards.length ? (evidence.lifecycle[0]?.shard.count ?? null) : null;
-  const gaps = evidence.tokenStats.filter((s) => s.gapMeanMs !== null);
   const sloStopped = evidence.lifecycle.find((l) => l.endReason === 'slo-failed');
   const endReason: RunSummary['endReason'] = evidence.aborted
     ? 'aborted'
@@ -85,7 +85,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   const slo = effectiveSlo(evidence.spec?.slo ?? {}, evidence.spec?.scenario);
   const warmup = segmentFigures(windows, 'warmup', percentiles);
   const cooldown = segmentFigures(windows, 'cooldown', percentiles);
-  const sweep = sweepSummary(windows, evidence.tokenStats, slo, percentiles);
+  const sweep = sweepSummary(windows, evidence.tokenStats.measuredByStep, slo, percentiles);
 
   const summary: RunSummary = {
     status,
@@ -111,20 +111,14 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
     },
     tokens: { input: merged.inputTokens, output: outputTokens },
     semantic: {
-      responses: evidence.tokenStats.length,
-      outputTokens: sum(evidence.tokenStats, (s) => s.outputTokens),
-      gapMeanMs: gaps.length
-        ? sum(gaps, (s) => (s.gapMeanMs ?? 0) * s.gapCount) /
-          Math.max(
-            1,
-            sum(gaps, (s) => s.gapCount),
-          )
-        : null,
-      tokenCountMismatches: evidence.tokenStats.filter((s) => (s.tokenCountMismatch ?? 0) !== 0).length,
-      chunks: sum(evidence.tokenStats, (s) => s.chunks),
-      serverCounted: evidence.tokenStats.filter((s) => s.tokenCountMismatch !== null).length,
+      responses: evidence.tokenStats.responses,
+      outputTokens: evidence.tokenStats.outputTokens,
+      gapMeanMs: evidence.tokenStats.gapMeanMs,
+      tokenCountMismatches: evidence.tokenStats.tokenCountMismatches,
+      chunks: evidence.tokenStats.chunks,
+      serverCounted: evidence.tokenStats.serverCounted,
       detectorSignals: evidence.detectorSignals,
-      goodput: goodputOf(measuredStats(evidence.tokenStats), elapsedSec ? requests / elapsedSec : 0),
+      goodput: goodputOf(evidence.tokenStats.measured, elapsedSec ? requests / elapsedSec : 0),
     },
     gpu: gpuSummary(evidence.gpu),
     tier: evidence.wholeRun
@@ -145,7 +139,7 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
         evidence.lifecycle.filter((l) => l.phase !== 'shard-started'),
         (l) => l.counts?.recordsPublished ?? 0,
       ),
-      semanticChecked: evidence.tokenStats.length,
+      semanticChecked: evidence.tokenStats.responses,
       embedded: evidence.embedded ?? null,
     },
     slo: sloVerdict(

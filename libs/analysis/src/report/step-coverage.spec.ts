@@ -1,4 +1,5 @@
 import { CampaignSpecSchema, RunLifecycleSchema, type RunLifecycle } from '@fathom/contracts';
+import { foldTokenStats } from './report-document.test-util';
 import { buildRunSummary } from './run-summary.builder';
 import { assertionCoverage, stepFigures } from './step-coverage';
 import { assertionCoverageText } from './report-html.render';
@@ -148,7 +149,7 @@ describe('assertion coverage and step figures', () => {
       spec,
       lifecycle,
       windows: [],
-      tokenStats: [],
+      tokenStats: foldTokenStats([]),
       detectorSignals: 0,
       gpu: [],
       tierChanges: [],

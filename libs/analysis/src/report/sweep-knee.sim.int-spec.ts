@@ -8,6 +8,7 @@ import {
 import { runShard, type WindowSnapshot } from '@fathom/load';
 import { ResponseAssessor } from '@fathom/semantic';
 import { startSimTarget } from '@fathom/sim';
+import { foldTokenStats } from './report-document.test-util';
 import { buildRunSummary } from './run-summary.builder';
 
 const envelope = { schemaVersion: 1 as const, campaignId: 'c', runId: 'sweep' };
@@ -85,7 +86,7 @@ describe('sweep against the simulated target: per-step figures and the knee', ()
           lifecycle('shard-finished', Date.now()),
         ],
         windows: telemetry,
-        tokenStats,
+        tokenStats: foldTokenStats(tokenStats),
         detectorSignals: 0,
         gpu: [],
         tierChanges: [],

@@ -25,6 +25,18 @@ export const RUN_EVENT_ROWS_PER_STATEMENT = 5000;
 
 const COLUMNS = 'event_id, run_id, topic, kind, occurred_at, payload';
 
+/** Where a page of a run's events ended: the next page starts after this event (keyset). */
+export type RunEventCursor = Pick<RunEventRecord, 'occurredAt' | 'eventId'>;
+
+/** Which of a run's events to read, page by page. */
+export interface RunEventPageQuery {
+  readonly topic?: string;
+  /** Only events of these kinds (absent: every kind), still in one stored order. */
+  readonly kinds?: readonly string[];
+  /** Events per page (a positive integer); a page holds its rows' payloads, parsed. */
+  readonly pageSize: number;
+}
+
 export class RunEventRepository {
   constructor(private readonly db: Queryable) {}
 
@@ -75,6 +87,51 @@ export class RunEventRepository {
       [runId, options.topic ?? null, options.kind ?? null, options.limit ?? null],
     );
     return rows.map(toRunEvent);
+  }
+
+  /**
+   * The events of `listByRun`, in its order, `limit` at a time after `after` (keyset on
+   * (occurred_at, event_id), so a page costs the same however deep into the run it starts, and an
+   * event stored meanwhile before the cursor is not read twice).
+   */
+  async pageByRun(
+    runId: string,
+    options: { topic?: string; kinds?: readonly string[]; after?: RunEventCursor | null; limit: number },
+  ): Promise<RunEventRecord[]> {
+    if (!Number.isInteger(options.limit) || options.limit < 1)
+      throw new RangeError(`page size must be a positive integer, got ${options.limit}`);
+    const after = options.after ?? null;
+    const rows = await this.db.query(
+      `SELECT ${COLUMNS} FROM run_events
+        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2) AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
+          AND ($4::timestamptz IS NULL OR (occurred_at, event_id) > ($4::timestamptz, $5::text))
+        ORDER BY occurred_at, event_id
+        LIMIT $6`,
+      [
+        runId,
+        options.topic ?? null,
+        options.kinds ? [...options.kinds] : null,
+        after ? timestampParam(after.occurredAt) : null,
+        after ? after.eventId : null,
+        options.limit,
+      ],
+    );
+    return rows.map(toRunEvent);
+  }
+
+  /**
+   * A run's events (as `listByRun` orders them) in pages of `pageSize`: the caller folds each page
+   * and lets it go, so reading a run back holds one page, not the run.
+   */
+  async *pagesByRun(runId: string, query: RunEventPageQuery): AsyncGenerator<RunEventRecord[]> {
+    let after: RunEventCursor | null = null;
+    for (;;) {
+      const page = await this.pageByRun(runId, { ...query, after, limit: query.pageSize });
+      if (page.length) yield page;
+      if (page.length < query.pageSize) return;
+      const last = page[page.length - 1];
+      after = { occurredAt: last.occurredAt, eventId: last.eventId };
+    }
   }
 
   async countByRun(runId: string, options: { topic?: string; kind?: string } = {}): Promise<number> {

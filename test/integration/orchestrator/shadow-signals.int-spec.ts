@@ -33,29 +33,33 @@ const TOOLS: ChatCompletionCreateParamsNonStreaming['tools'] = [
 /**
  * Shadow comparisons beyond latency, through the gateway with the official openai client:
  * primary and secondary are two simulators, each candidate a third with a planted regression
- * (hallucination rate; tool-call arguments drifting from the tool's parameters). The regression
+ * (hallucination rate; tool-call arguments drifting from the tool's parameters; a candidate that
+ * starts refusing). The regression
  * is named within a minute, a clean candidate raises nothing, the client gets the primary's
  * answers, and a sustained regression opens the candidate's breaker in the analyzer, which
  * closes again once the candidate recovers.
  */
-describe('shadow campaigns: hallucination, tool-call and schema regressions, and the analyzer', () => {
+describe('shadow campaigns: hallucination, tool-call, schema and refusal regressions, and the analyzer', () => {
   let primary: SimTarget;
   let secondary: SimTarget;
   let clean: SimTarget;
   let hallucinating: SimTarget;
   let drifting: SimTarget;
+  let refusing: SimTarget;
   let sut: EmbeddedFathom;
 
   beforeAll(async () => {
     const sim = (faults: unknown[] = []) =>
       startSimTarget({ port: 0, config: { timeScale: TIME_SCALE, faults } as never });
-    [primary, secondary, clean, hallucinating, drifting] = await Promise.all([
+    [primary, secondary, clean, hallucinating, drifting, refusing] = await Promise.all([
       sim(),
       sim(),
       sim(),
       // Every answer carries a planted hallucinated span (the others: one in five).
       sim([{ kind: 'hallucination_rate', rate: 1 }]),
       sim([{ kind: 'tool_call_drift', mode: 'type_change' }]),
+      // Clean until the test plants refusal_rate in it.
+      sim(),
     ]);
     sut = await startEmbedded({ dataDir: null, logLevels: false });
     // Starting five services and PGlite takes seconds alone, a minute on a loaded machine.
@@ -63,7 +67,7 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
 
   afterAll(async () => {
     await sut?.close();
-    await Promise.all([primary, secondary, clean, hallucinating, drifting].map((s) => s?.close()));
+    await Promise.all([primary, secondary, clean, hallucinating, drifting, refusing].map((s) => s?.close()));
   });
 
   async function liveCampaign(candidate: SimTarget): Promise<string> {
@@ -262,6 +266,50 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       expect(cleanStatus.replayed).toBeGreaterThan(0);
       expect([...metricsOf(cleanStatus)]).toEqual([]);
       expect(cleanStatus.tier).toBe('ok');
+    } finally {
+      await Promise.all(gateways.map((g) => g.close()));
+      await Promise.all(
+        [regressed, cleanId].map((id) =>
+          fetch(`${sut.url}/v1/shadow-campaigns/${id}/stop`, { method: 'POST' }),
+        ),
+      );
+    }
+  }, 90_000);
+  it('names a candidate that starts refusing, in the analyzer too, and a clean candidate raises nothing', async () => {
+    const regressed = await liveCampaign(refusing);
+    const cleanId = await liveCampaign(clean);
+    const gateways = await Promise.all([regressed, cleanId].map(gateway));
+    try {
+      // Half of the candidate's chat answers become OpenAI-shaped refusals from now on.
+      const planted = await fetch(`${refusing.url}/sim/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ kind: 'refusal_rate', rate: 0.5 }),
+      });
+      expect(planted.status).toBe(200);
+      // The client still gets the primary's answers, none refused.
+      const [through, direct] = [await drive(gateways[0].url, 4, false), await drive(primary.url, 4, false)];
+      expect(through).toEqual(direct);
+
+      const tookMs = await until(
+        gateways.map((g) => ({ g, tools: false })),
+        async () => (await live(regressed))?.analyzerBreaker?.state === 'open',
+      );
+      expect(tookMs).toBeLessThan(60_000);
+      const status = (await live(regressed))!;
+      expect(status.tier).toBe('regressed');
+      expect(metricsOf(status)).toContain('refusals');
+      // The window's signal named it, and the analyzer opened the candidate's breaker on it.
+      expect(status.analyzerBreaker!.changes.at(-1)).toMatchObject({
+        from: 'closed',
+        to: 'open',
+        reason: expect.stringContaining('refusals +'),
+      });
+      const cleanStatus = (await live(cleanId))!;
+      expect(cleanStatus.replayed).toBeGreaterThan(0);
+      expect([...metricsOf(cleanStatus)]).toEqual([]);
+      expect(cleanStatus.tier).toBe('ok');
+      expect(cleanStatus.analyzerBreaker).toEqual({ state: 'closed', changes: [] });
     } finally {
       await Promise.all(gateways.map((g) => g.close()));
       await Promise.all(

@@ -36,8 +36,8 @@ const TOOLS: ChatCompletionCreateParamsNonStreaming['tools'] = [
  * (hallucination rate; tool-call arguments drifting from the tool's parameters; a candidate that
  * starts refusing). The regression
  * is named within a minute, a clean candidate raises nothing, the client gets the primary's
- * answers, and a sustained regression opens the candidate's breaker in the analyzer, which
- * closes again once the candidate recovers.
+ * answers, and a sustained regression opens the candidate's breaker in the analyzer, which sheds
+ * the candidate to a probe trickle until it closes again once the candidate recovers.
  */
 describe('shadow campaigns: hallucination, tool-call, schema and refusal regressions, and the analyzer', () => {
   let primary: SimTarget;
@@ -202,6 +202,8 @@ describe('shadow campaigns: hallucination, tool-call, schema and refusal regress
       const recovered = (await live(regressed))!;
       expect(recovered.analyzerBreaker!.changes.map((c) => c.to)).toEqual(['open', 'half-open', 'closed']);
       expect(recovered.tier).toBe('ok');
+      // Open and half-open, the candidate got a probe trickle; the rest was shed.
+      expect(recovered.shed.analyzerBreaker).toBeGreaterThan(0);
 
       // The same over time as one page: the regression, its noise floor and the breaker.
       const page = await fetch(`${sut.url}/v1/shadow-campaigns/${regressed}/report?format=html`);
@@ -310,6 +312,20 @@ describe('shadow campaigns: hallucination, tool-call, schema and refusal regress
       expect([...metricsOf(cleanStatus)]).toEqual([]);
       expect(cleanStatus.tier).toBe('ok');
       expect(cleanStatus.analyzerBreaker).toEqual({ state: 'closed', changes: [] });
+      expect(cleanStatus.shed.analyzerBreaker).toBe(0);
+
+      // Still refusing, the breaker stays open and sheds the candidate down to a probe trickle
+      // (at most 10 replays a window for the one group), and those windows are still judged.
+      const lastEnded = status.windows.at(-1)!.endedAt;
+      const windowsSince = async () =>
+        ((await live(regressed))?.windows ?? []).filter((w) => w.endedAt > lastEnded);
+      await until([{ g: gateways[0], tools: false }], async () => (await windowsSince()).length >= 2);
+      const shedding = (await live(regressed))!;
+      expect(shedding.analyzerBreaker!.state).toBe('open');
+      expect(shedding.shed.analyzerBreaker).toBeGreaterThan(status.shed.analyzerBreaker ?? 0);
+      const since = await windowsSince();
+      expect(Math.max(...since.map((w) => w.samples))).toBeLessThanOrEqual(10);
+      expect(since.some((w) => w.samples >= 5 && w.regressed)).toBe(true);
     } finally {
       await Promise.all(gateways.map((g) => g.close()));
       await Promise.all(

@@ -238,12 +238,17 @@ export interface ShadowLiveStatus {
   /** Requests offered (gateway, mirror, topic) addressed to this campaign. */
   readonly offered: number;
   readonly replayed: number;
-  /** Requests not replayed, by why: sampled out, over the rate cap, over the concurrency cap, candidate breaker open. */
+  /**
+   * Requests not replayed, by why: sampled out, over the rate cap, over the concurrency cap,
+   * candidate breaker open, and beyond the probe trickle while the analyzer's breaker on the
+   * candidate is open or half-open (absent on campaigns stored before it existed).
+   */
   readonly shed: {
     readonly sampled: number;
     readonly rate: number;
     readonly concurrency: number;
     readonly breaker: number;
+    readonly analyzerBreaker?: number;
   };
   /** The candidate's breaker: open after consecutive failures, shed for a cool-down, then half-open. */
   readonly candidateBreaker: 'closed' | 'open' | 'half-open';

@@ -43,6 +43,14 @@ const BREAKER_FAILURES = 5;
 const BREAKER_COOLDOWN_MS = 10_000;
 /** Stored samples are pruned to `keepSamples` after this many new ones. */
 const PRUNE_EVERY = 100;
+/**
+ * While the analyzer's breaker on the candidate is open or half-open: replays admitted per window
+ * and group (endpoint, intent), twice what a group needs to be judged (in-flight replays that end
+ * in the next window, failed ones), and groups probed per window. The candidate sees at most
+ * 10 x 8 requests a window instead of the campaign's rate.
+ */
+const ANALYZER_PROBES_PER_GROUP = 2 * MIN_SAMPLES_PER_GROUP;
+const ANALYZER_PROBED_GROUPS = 8;
 
 /**
  * An always-on shadow campaign fed by live traffic. Invariants:
@@ -51,6 +59,22 @@ const PRUNE_EVERY = 100;
  *   counted, never queued, so production's copies cannot pile up in Fathom;
  * - the candidate's breaker opens after 5 consecutive failures and sheds for 10 s (then one
  *   half-open replay decides);
+ * - the analyzer's breaker on the candidate (opened by this campaign's sustained
+ *   `shadow-regression` signals) sheds too, counted under `shed.analyzerBreaker`:
+ *
+ *   | analyzer breaker   | replays admitted (within the caps above)              |
+ *   |--------------------|-------------------------------------------------------|
+ *   | closed             | all                                                   |
+ *   | open, half-open    | a probe trickle: 10 per group, 8 groups, per window   |
+ *
+ *   Open is not silence: the analyzer has no clock for shadow breakers, it moves to half-open
+ *   when a window's signal arrives after its open time, and judges the half-open probes by
+ *   windows, so a window must still be judged (a group with 5 samples) or the breaker never
+ *   closes. Half-open gets the same trickle, not the whole rate: the analyzer closes after
+ *   clean windows whatever their size, and a candidate still regressed reopens it at the first
+ *   window, having seen a trickle. The analyzer keeps these breakers in memory: restarted while
+ *   one was open, it publishes no close, and the campaign stays on the trickle until the next
+ *   change it hears (a regression that trips the new breaker, then its recovery);
  * - after `stop()` no new replay starts and those in flight are aborted: mirroring stops at
  *   once (the kill switch);
  * - memory is bounded: the current window's samples, a 5,000-sample reservoir for the hour,
@@ -77,7 +101,7 @@ export class ShadowLiveRunner {
   private status: {
     offered: number;
     replayed: number;
-    shed: { sampled: number; rate: number; concurrency: number; breaker: number };
+    shed: { sampled: number; rate: number; concurrency: number; breaker: number; analyzerBreaker: number };
     tier: 'ok' | 'regressed';
     analyzerBreaker: NonNullable<ShadowLiveStatus['analyzerBreaker']>;
     linkedRuns: string[];
@@ -86,7 +110,7 @@ export class ShadowLiveRunner {
   } = {
     offered: 0,
     replayed: 0,
-    shed: { sampled: 0, rate: 0, concurrency: 0, breaker: 0 },
+    shed: { sampled: 0, rate: 0, concurrency: 0, breaker: 0, analyzerBreaker: 0 },
     tier: 'ok',
     analyzerBreaker: { state: 'closed', changes: [] },
     linkedRuns: [],
@@ -94,6 +118,8 @@ export class ShadowLiveRunner {
     hours: [],
   };
   private stored = 0;
+  /** Probe replays admitted this window per group while the analyzer's breaker is not closed. */
+  private probes = new Map<string, number>();
 
   constructor(
     private readonly id: string,
@@ -115,7 +141,7 @@ export class ShadowLiveRunner {
       { group: consumerGroup('orchestrator', Topics.shadowRequest, this.id) },
       (request) => this.offer(request),
     );
-    // The analyzer's verdict on this campaign's signals, for the report.
+    // The analyzer's verdict on this campaign's signals: for the report, and it sheds.
     this.breakerSubscription = await this.deps.bus.subscribe(
       Topics.breaker,
       { group: consumerGroup('orchestrator', Topics.breaker, `shadow-${this.id}`) },
@@ -165,10 +191,14 @@ export class ShadowLiveRunner {
     this.status.offered++;
     if (!sampled(request.id, this.config.source.sampleRate)) return void this.status.shed.sampled++;
     if (this.inFlight.size >= this.config.concurrency) return void this.status.shed.concurrency++;
+    const group = `${request.endpoint}\u0000${request.intent ?? 'unlabelled'}`;
+    if (!this.analyzerAdmits(group)) return void this.status.shed.analyzerBreaker++;
     if (!this.takeToken()) return void this.status.shed.rate++;
     const breaker = this.breakerState();
     if (breaker === 'open' || (breaker === 'half-open' && this.inFlight.size > 0))
       return void this.status.shed.breaker++;
+    if (this.status.analyzerBreaker.state !== 'closed')
+      this.probes.set(group, (this.probes.get(group) ?? 0) + 1);
     const replay = this.replay(request).finally(() => this.inFlight.delete(replay));
     this.inFlight.add(replay);
   }
@@ -201,6 +231,14 @@ export class ShadowLiveRunner {
     }
   }
 
+  /** Whether the analyzer's breaker lets a replay of `group` through now (see the class doc). */
+  private analyzerAdmits(group: string): boolean {
+    if (this.status.analyzerBreaker.state === 'closed') return true;
+    const admitted = this.probes.get(group);
+    if (admitted === undefined) return this.probes.size < ANALYZER_PROBED_GROUPS;
+    return admitted < ANALYZER_PROBES_PER_GROUP;
+  }
+
   private takeToken(): boolean {
     const now = performance.now();
     const rate = this.config.source.maxRatePerSec;
@@ -231,6 +269,7 @@ export class ShadowLiveRunner {
     const report = windowReport(this.window, this.windowStartedAt, now);
     this.window = [];
     this.windowStartedAt = now;
+    this.probes = new Map();
     this.status.windows = [...this.status.windows, report].slice(-WINDOWS_KEPT);
     if (now - this.hourStartedAt >= 3_600_000) {
       this.status.hours = [...this.status.hours, windowReport(this.hour, this.hourStartedAt, now)].slice(

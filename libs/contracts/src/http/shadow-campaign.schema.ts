@@ -118,7 +118,10 @@ export const ShadowCampaignInputSchema = z
           sampleRate: z.number().gt(0).max(1).default(1),
           /** Rolling window of the live report, ms (60 s: a regression is named within a minute). */
           windowMs: z.number().int().min(1000).max(3_600_000).default(60_000),
-          /** Samples kept in storage; older ones are deleted (window aggregates stay). */
+          /**
+           * Samples kept in storage: once a tenth more (at most 100) were added, the older ones
+           * are deleted (window aggregates stay in the report).
+           */
           keepSamples: z.number().int().min(10).max(1_000_000).default(10_000),
         })
         .strict(),

@@ -8,7 +8,6 @@ import {
   type BreakerChange,
   type BreakerState,
   type DetectorSignal,
-  type ShadowCampaignInput,
   type ShadowRequest,
   type ShadowSample,
   type TopicDef,
@@ -93,10 +92,13 @@ describe(ShadowLiveRunner.name, () => {
   /** Ends the current window (its replays settle first). */
   const nextWindow = () => jest.advanceTimersByTimeAsync(WINDOW_MS);
 
-  beforeEach(async () => {
-    jest.useFakeTimers();
-    bus = new FakeBus();
-    replayed = [];
+  let pruned: number[];
+  let published: number[];
+  /** The samples storage holds, oldest first (as the service's repository would). */
+  let storage: ShadowRequest[];
+
+  /** A started runner; `source` overrides the live source (caps far above what a test offers). */
+  async function start(source: Record<string, unknown> = {}): Promise<void> {
     const config = ShadowCampaignInputSchema.parse({
       name: 'live',
       primary: { baseUrl: 'http://primary:8000/v1' },
@@ -104,22 +106,36 @@ describe(ShadowLiveRunner.name, () => {
       candidate: { baseUrl: 'http://candidate:8000/v1' },
       model: 'm',
       // Caps far above what a test offers: only the breakers shed.
-      source: { type: 'live', maxRatePerSec: 10_000, windowMs: WINDOW_MS },
+      source: { type: 'live', maxRatePerSec: 10_000, windowMs: WINDOW_MS, ...source },
       concurrency: 256,
-    }) as ShadowCampaignInput & { source: { type: 'live' } };
+    });
     const deps: LiveRunnerDeps = {
       bus,
       replay: async (request) => {
         replayed.push(request);
+        storage.push(request);
         return sampleOf(request);
       },
-      publish: async () => {},
-      prune: async () => {},
+      publish: async (_status, samples) => void published.push(samples),
+      prune: async (keep) => {
+        pruned.push(keep);
+        return storage.splice(0, Math.max(0, storage.length - keep)).length;
+      },
       startLinked: async () => null,
       log: () => {},
     };
     sut = new ShadowLiveRunner(ID, config as never, deps);
     await sut.start();
+  }
+
+  beforeEach(async () => {
+    jest.useFakeTimers();
+    bus = new FakeBus();
+    replayed = [];
+    pruned = [];
+    published = [];
+    storage = [];
+    await start();
   });
 
   afterEach(async () => {
@@ -192,5 +208,41 @@ describe(ShadowLiveRunner.name, () => {
     offer(30);
     expect(replayed).toHaveLength(30);
     expect(sut.snapshot().analyzerBreaker).toEqual({ state: 'closed', changes: [] });
+  });
+
+  it('prunes stored samples back to keepSamples once 100 more were added', async () => {
+    offer(250);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(pruned).toEqual([10_000, 10_000]);
+    expect(storage).toHaveLength(250);
+  });
+
+  it('prunes a small keepSamples once a tenth more were added, and reports what is stored', async () => {
+    await sut.stop();
+    await start({ keepSamples: 20 });
+    let most = 0;
+    for (let i = 0; i < 37; i++) {
+      offer(1);
+      await jest.advanceTimersByTimeAsync(0);
+      most = Math.max(most, storage.length);
+    }
+    // Every 2 samples (20 / 10), each back to the newest 20.
+    expect(pruned).toEqual(Array.from({ length: 18 }, () => 20));
+    // Between two prunes storage holds at most one more than keepSamples.
+    expect(most).toBe(21);
+    expect(storage.at(-1)).toBe(replayed.at(-1));
+    await nextWindow();
+    expect(published.at(-1)).toBe(storage.length);
+    expect(storage).toHaveLength(21);
+  });
+
+  it('counts what storage holds when replays end while a prune runs', async () => {
+    await sut.stop();
+    await start({ keepSamples: 20 });
+    // 30 in flight at once: each stored before the prunes they trigger delete.
+    offer(30);
+    await nextWindow();
+    expect(storage).toHaveLength(20);
+    expect(published.at(-1)).toBe(20);
   });
 });

@@ -25,8 +25,8 @@ export interface LiveRunnerDeps {
   replay(request: ShadowRequest, signal: AbortSignal): Promise<ShadowSample | null>;
   /** Stores the live status as the campaign's report. */
   publish(status: ShadowLiveStatus, samples: number): Promise<void>;
-  /** Deletes all but the newest `keep` stored samples. */
-  prune(keep: number): Promise<void>;
+  /** Deletes all but the newest `keep` stored samples; resolves with how many went. */
+  prune(keep: number): Promise<number>;
   /** Starts the linked campaign (`onRegression.campaignId`): the run started or the open run it joined; null without one. */
   startLinked(reason: string): Promise<string | null>;
   log(message: string): void;
@@ -41,8 +41,12 @@ const HOUR_RESERVOIR = 5000;
 /** Consecutive candidate failures that open its breaker, and how long it stays open (ms). */
 const BREAKER_FAILURES = 5;
 const BREAKER_COOLDOWN_MS = 10_000;
-/** Stored samples are pruned to `keepSamples` after this many new ones. */
-const PRUNE_EVERY = 100;
+/**
+ * Stored samples are pruned back to `keepSamples` once a tenth more were added, at most this
+ * many: at most keepSamples + min(100, keepSamples / 10) samples, and the replays in flight,
+ * are stored at any time.
+ */
+const PRUNE_EVERY_MAX = 100;
 /**
  * While the analyzer's breaker on the candidate is open or half-open: replays admitted per window
  * and group (endpoint, intent), twice what a group needs to be judged (in-flight replays that end
@@ -78,7 +82,8 @@ const ANALYZER_PROBED_GROUPS = 8;
  * - after `stop()` no new replay starts and those in flight are aborted: mirroring stops at
  *   once (the kill switch);
  * - memory is bounded: the current window's samples, a 5,000-sample reservoir for the hour,
- *   60 windows and 24 hours of aggregates.
+ *   60 windows and 24 hours of aggregates; so is storage: stored samples are pruned back to
+ *   `keepSamples` (see PRUNE_EVERY_MAX), the report holds those bounded lists.
  */
 export class ShadowLiveRunner {
   private subscription: Subscription | null = null;
@@ -118,6 +123,7 @@ export class ShadowLiveRunner {
     hours: [],
   };
   private stored = 0;
+  private readonly pruneEvery: number;
   /** Probe replays admitted this window per group while the analyzer's breaker is not closed. */
   private probes = new Map<string, number>();
 
@@ -127,6 +133,7 @@ export class ShadowLiveRunner {
     private readonly deps: LiveRunnerDeps,
   ) {
     this.tokens = config.source.maxRatePerSec;
+    this.pruneEvery = Math.min(PRUNE_EVERY_MAX, Math.ceil(config.source.keepSamples / 10));
   }
 
   get comparesSimilarity(): boolean {
@@ -224,10 +231,15 @@ export class ShadowLiveRunner {
     }
     this.window.push(sample);
     this.addToHour(sample);
-    if (++this.sinceprune >= PRUNE_EVERY) {
+    if (++this.sinceprune >= this.pruneEvery) {
       this.sinceprune = 0;
-      await this.deps.prune(this.config.source.keepSamples);
-      this.stored = Math.min(this.stored, this.config.source.keepSamples);
+      // Less what went, not clamped to keepSamples: replays that ended while the delete ran
+      // are stored beyond it. A failed delete costs one round (the next catches up).
+      const deleted = await this.deps.prune(this.config.source.keepSamples).catch((error: Error) => {
+        this.deps.log(`shadow ${this.id}: old samples not pruned: ${error.message}`);
+        return 0;
+      });
+      this.stored -= deleted;
     }
   }
 

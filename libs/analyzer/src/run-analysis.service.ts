@@ -69,6 +69,15 @@ const BREAKER_SIGNALS: Partial<Record<DetectorName, string>> = {
 const LIVE_MARGIN_MS = 60_000;
 /** A live timeline is pruned at most this often (ms of evidence time). */
 const PRUNE_EVERY_MS = 10_000;
+/**
+ * Stored events kept per live shadow campaign (its window signals and the breaker changes they
+ * cause): a day of the default 60 s windows. Such a campaign never ends, so its run's rows would
+ * grow for ever; the campaign's own report keeps the windows that matter (the last 60, 24 hours).
+ * Older rows are deleted once every 100 of its signals, so at most 1,440 + 100 + its breaker
+ * changes since are stored.
+ */
+const SHADOW_EVENTS_KEPT = 1440;
+const SHADOW_PRUNE_EVERY = 100;
 
 /** Live state of one run; rebuilt from storage when the analyzer restarts mid-run. */
 interface RunState {
@@ -110,6 +119,8 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private readonly states = new Map<string, RunState>();
   /** The candidate breakers of live shadow campaigns, by the signals' run id. */
   private readonly shadowBreakers = new Map<string, BreakerBoard>();
+  /** Signals stored per live shadow campaign since its events were last pruned. */
+  private readonly shadowSignalsSincePrune = new Map<string, number>();
   private readonly causeOptions: RootCauseOptions = DEFAULT_ROOT_CAUSE_OPTIONS;
   private readonly store: RunEventStore;
   private readonly finalizer: RunReportFinalizer;
@@ -322,6 +333,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
    * campaign is judged by its own windows.
    */
   private async onShadowSignal(signal: DetectorSignal): Promise<void> {
+    await this.rotateShadowEvents(signal.runId);
     const target = signal.labels?.['target'];
     if (!target || !URL.canParse(target)) {
       this.logger.warn(`shadow signal ${signal.id} names no candidate (labels.target): ignored`);
@@ -336,6 +348,17 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
         ? board.trip(key, at, `${signal.detector}: ${signal.message}`, signal.figures)
         : board.observe(key, at, signal.severity === 'info', 0);
     await this.publishBreakers(signal.runId, { campaignId: signal.campaignId }, transitions);
+  }
+
+  /** Keeps a live shadow campaign's stored events bounded (see SHADOW_EVENTS_KEPT). */
+  private async rotateShadowEvents(runId: string): Promise<void> {
+    const since = (this.shadowSignalsSincePrune.get(runId) ?? 0) + 1;
+    this.shadowSignalsSincePrune.set(runId, since % SHADOW_PRUNE_EVERY);
+    if (since < SHADOW_PRUNE_EVERY) return;
+    // A failed delete costs this round of rotation (the next one catches up), not the signal.
+    await this.store
+      .prune(runId, SHADOW_EVENTS_KEPT)
+      .catch((error: Error) => this.logger.warn(`shadow ${runId}: old events not pruned: ${error.message}`));
   }
 
   private async onGpu(scrape: GpuTelemetry): Promise<void> {

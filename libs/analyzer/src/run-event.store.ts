@@ -68,6 +68,11 @@ export class RunEventStore {
     return inserted > 0; // false: stored already (a redelivery)
   }
 
+  /** Deletes all but the newest `keep` stored events of a run; returns how many went. */
+  prune(runId: string, keep: number): Promise<number> {
+    return this.events.pruneRun(runId, keep);
+  }
+
   /** Records that a stored tier change was published. */
   async markTierPublished(event: SloTierChange): Promise<void> {
     const marker: TierPublished = { tierEventId: event.id };

@@ -515,6 +515,23 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
           );
       });
 
+      it('prunes a run to its newest events by event time and leaves other runs alone', async () => {
+        const runId = uid('run');
+        const other = uid('run');
+        // Stored out of order: event time decides what is newest, not insertion.
+        await sut.runEvents.appendMany([4, 0, 3, 1, 2].map((n) => event(runId, n)));
+        await sut.runEvents.appendMany([event(other, 0)]);
+
+        expect(await sut.runEvents.pruneRun(runId, 2)).toBe(3);
+        expect(await sut.runEvents.pruneRun(runId, 2)).toBe(0);
+
+        expect((await sut.runEvents.listByRun(runId)).map((e) => e.eventId)).toEqual([
+          `${runId}:3`,
+          `${runId}:4`,
+        ]);
+        expect(await sut.runEvents.countByRun(other)).toBe(1);
+      });
+
       it('does nothing for an empty batch and counts zero for an unknown run', async () => {
         expect(await sut.runEvents.appendMany([])).toBe(0);
         expect(await sut.runEvents.countByRun(uid('missing'))).toBe(0);
@@ -918,6 +935,21 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
           { request: { messages: [{ role: 'user', content: '[EMAIL]' }] }, sample: sample('a') },
           { request: { n: 2 }, sample: sample('b') },
         ]);
+      });
+
+      it('prunes a campaign to its newest samples and leaves the others alone', async () => {
+        const shadows = new ShadowRepository(db);
+        const campaign = await shadows.create(config());
+        const other = await shadows.create(config());
+        for (const intent of ['a', 'b', 'c', 'd', 'e'])
+          await shadows.addSample(campaign.id, {}, sample(intent));
+        await shadows.addSample(other.id, {}, sample('x'));
+
+        expect(await shadows.pruneSamples(campaign.id, 2)).toBe(3);
+        expect(await shadows.pruneSamples(campaign.id, 2)).toBe(0);
+
+        expect((await shadows.samples(campaign.id)).map((s) => s.sample.intent)).toEqual(['d', 'e']);
+        expect((await shadows.samples(other.id)).map((s) => s.sample.intent)).toEqual(['x']);
       });
 
       it('refuses a sample of an unknown campaign', async () => {

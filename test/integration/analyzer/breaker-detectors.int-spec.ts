@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createBus, type Bus } from '@fathom/bus';
-import { openDatabase, type Database } from '@fathom/storage';
+import { RunEventRepository, openDatabase, type Database } from '@fathom/storage';
 import {
   CampaignSpecSchema,
   Detectors,
@@ -275,4 +275,36 @@ describe('breakers opened by detectors', () => {
     });
     expect(opened.reason).toMatch(/^shadow-regression: hallucinationRisk/);
   });
+
+  it("keeps a live shadow campaign's stored events bounded however long it runs", async () => {
+    const shadowId = randomUUID();
+    const runId = shadowRunId(shadowId);
+    // A day of 60 s windows kept (1,440), older ones deleted once every 100 signals.
+    const kept = 1440;
+    const pruneEvery = 100;
+    const windows = kept + pruneEvery + 50;
+    const t0 = Date.now() - windows * 1000;
+    const signals: DetectorSignal[] = Array.from({ length: windows }, (_, i) => ({
+      ...envelope(shadowId, runId, t0 + i * 1000),
+      kind: 'detector',
+      detector: Detectors.shadowRegression,
+      requestId: null,
+      severity: 'info',
+      message: 'shadow candidate within the noise floor over 8 samples',
+      figures: { samples: 8 },
+      labels: { target: 'http://10.0.0.9:8000/v1', metrics: '' },
+    }));
+    await bus.publishMany(Topics.semanticSignal, signals);
+    const events = new RunEventRepository(db);
+    const last = signals.at(-1)!.id;
+    await waitFor(async () => (await events.listByRun(runId)).some((e) => e.eventId === last), {
+      timeoutMs: 50_000,
+      intervalMs: 500,
+      description: 'the last window signal stored',
+    });
+    const stored = await events.listByRun(runId);
+    // The last prune came with the 1,500th signal (back to the newest 1,440); 90 stored since.
+    expect(stored).toHaveLength(kept + (windows % pruneEvery));
+    expect(stored[0].eventId).toBe(signals[windows - stored.length].id);
+  }, 60_000);
 });

@@ -33,29 +33,33 @@ const TOOLS: ChatCompletionCreateParamsNonStreaming['tools'] = [
 /**
  * Shadow comparisons beyond latency, through the gateway with the official openai client:
  * primary and secondary are two simulators, each candidate a third with a planted regression
- * (hallucination rate; tool-call arguments drifting from the tool's parameters). The regression
+ * (hallucination rate; tool-call arguments drifting from the tool's parameters; a candidate that
+ * starts refusing). The regression
  * is named within a minute, a clean candidate raises nothing, the client gets the primary's
- * answers, and a sustained regression opens the candidate's breaker in the analyzer, which
- * closes again once the candidate recovers.
+ * answers, and a sustained regression opens the candidate's breaker in the analyzer, which sheds
+ * the candidate to a probe trickle until it closes again once the candidate recovers.
  */
-describe('shadow campaigns: hallucination, tool-call and schema regressions, and the analyzer', () => {
+describe('shadow campaigns: hallucination, tool-call, schema and refusal regressions, and the analyzer', () => {
   let primary: SimTarget;
   let secondary: SimTarget;
   let clean: SimTarget;
   let hallucinating: SimTarget;
   let drifting: SimTarget;
+  let refusing: SimTarget;
   let sut: EmbeddedFathom;
 
   beforeAll(async () => {
     const sim = (faults: unknown[] = []) =>
       startSimTarget({ port: 0, config: { timeScale: TIME_SCALE, faults } as never });
-    [primary, secondary, clean, hallucinating, drifting] = await Promise.all([
+    [primary, secondary, clean, hallucinating, drifting, refusing] = await Promise.all([
       sim(),
       sim(),
       sim(),
       // Every answer carries a planted hallucinated span (the others: one in five).
       sim([{ kind: 'hallucination_rate', rate: 1 }]),
       sim([{ kind: 'tool_call_drift', mode: 'type_change' }]),
+      // Clean until the test plants refusal_rate in it.
+      sim(),
     ]);
     sut = await startEmbedded({ dataDir: null, logLevels: false });
     // Starting five services and PGlite takes seconds alone, a minute on a loaded machine.
@@ -63,7 +67,7 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
 
   afterAll(async () => {
     await sut?.close();
-    await Promise.all([primary, secondary, clean, hallucinating, drifting].map((s) => s?.close()));
+    await Promise.all([primary, secondary, clean, hallucinating, drifting, refusing].map((s) => s?.close()));
   });
 
   async function liveCampaign(candidate: SimTarget): Promise<string> {
@@ -198,6 +202,8 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       const recovered = (await live(regressed))!;
       expect(recovered.analyzerBreaker!.changes.map((c) => c.to)).toEqual(['open', 'half-open', 'closed']);
       expect(recovered.tier).toBe('ok');
+      // Open and half-open, the candidate got a probe trickle; the rest was shed.
+      expect(recovered.shed.analyzerBreaker).toBeGreaterThan(0);
 
       // The same over time as one page: the regression, its noise floor and the breaker.
       const page = await fetch(`${sut.url}/v1/shadow-campaigns/${regressed}/report?format=html`);
@@ -262,6 +268,64 @@ describe('shadow campaigns: hallucination, tool-call and schema regressions, and
       expect(cleanStatus.replayed).toBeGreaterThan(0);
       expect([...metricsOf(cleanStatus)]).toEqual([]);
       expect(cleanStatus.tier).toBe('ok');
+    } finally {
+      await Promise.all(gateways.map((g) => g.close()));
+      await Promise.all(
+        [regressed, cleanId].map((id) =>
+          fetch(`${sut.url}/v1/shadow-campaigns/${id}/stop`, { method: 'POST' }),
+        ),
+      );
+    }
+  }, 90_000);
+  it('names a candidate that starts refusing, in the analyzer too, and a clean candidate raises nothing', async () => {
+    const regressed = await liveCampaign(refusing);
+    const cleanId = await liveCampaign(clean);
+    const gateways = await Promise.all([regressed, cleanId].map(gateway));
+    try {
+      // Half of the candidate's chat answers become OpenAI-shaped refusals from now on.
+      const planted = await fetch(`${refusing.url}/sim/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ kind: 'refusal_rate', rate: 0.5 }),
+      });
+      expect(planted.status).toBe(200);
+      // The client still gets the primary's answers, none refused.
+      const [through, direct] = [await drive(gateways[0].url, 4, false), await drive(primary.url, 4, false)];
+      expect(through).toEqual(direct);
+
+      const tookMs = await until(
+        gateways.map((g) => ({ g, tools: false })),
+        async () => (await live(regressed))?.analyzerBreaker?.state === 'open',
+      );
+      expect(tookMs).toBeLessThan(60_000);
+      const status = (await live(regressed))!;
+      expect(status.tier).toBe('regressed');
+      expect(metricsOf(status)).toContain('refusals');
+      // The window's signal named it, and the analyzer opened the candidate's breaker on it.
+      expect(status.analyzerBreaker!.changes.at(-1)).toMatchObject({
+        from: 'closed',
+        to: 'open',
+        reason: expect.stringContaining('refusals +'),
+      });
+      const cleanStatus = (await live(cleanId))!;
+      expect(cleanStatus.replayed).toBeGreaterThan(0);
+      expect([...metricsOf(cleanStatus)]).toEqual([]);
+      expect(cleanStatus.tier).toBe('ok');
+      expect(cleanStatus.analyzerBreaker).toEqual({ state: 'closed', changes: [] });
+      expect(cleanStatus.shed.analyzerBreaker).toBe(0);
+
+      // Still refusing, the breaker stays open and sheds the candidate down to a probe trickle
+      // (at most 10 replays a window for the one group), and those windows are still judged.
+      const lastEnded = status.windows.at(-1)!.endedAt;
+      const windowsSince = async () =>
+        ((await live(regressed))?.windows ?? []).filter((w) => w.endedAt > lastEnded);
+      await until([{ g: gateways[0], tools: false }], async () => (await windowsSince()).length >= 2);
+      const shedding = (await live(regressed))!;
+      expect(shedding.analyzerBreaker!.state).toBe('open');
+      expect(shedding.shed.analyzerBreaker).toBeGreaterThan(status.shed.analyzerBreaker ?? 0);
+      const since = await windowsSince();
+      expect(Math.max(...since.map((w) => w.samples))).toBeLessThanOrEqual(10);
+      expect(since.some((w) => w.samples >= 5 && w.regressed)).toBe(true);
     } finally {
       await Promise.all(gateways.map((g) => g.close()));
       await Promise.all(

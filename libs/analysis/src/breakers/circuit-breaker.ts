@@ -162,7 +162,6 @@ export class CircuitBreaker {
 export class BreakerBoard {
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly trips: { node: string; at: number }[] = [];
-  readonly transitions: BreakerTransition[] = [];
 
   constructor(private readonly config: BreakerConfig = DEFAULT_BREAKER_CONFIG) {}
 
@@ -215,10 +214,7 @@ export class BreakerBoard {
   }
 
   private record(transitions: BreakerTransition[]): BreakerTransition[] {
-    for (const t of transitions) {
-      this.transitions.push(t);
-      if (t.to === 'open') this.trips.push({ node: t.key.node, at: t.at });
-    }
+    for (const t of transitions) if (t.to === 'open') this.trips.push({ node: t.key.node, at: t.at });
     return transitions;
   }
 }

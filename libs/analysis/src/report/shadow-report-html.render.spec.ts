@@ -59,7 +59,7 @@ const campaign: ShadowReportInput = {
     live: {
       offered: 100,
       replayed: 24,
-      shed: { sampled: 50, rate: 20, concurrency: 5, breaker: 1 },
+      shed: { sampled: 50, rate: 20, concurrency: 5, breaker: 1, analyzerBreaker: 7 },
       candidateBreaker: 'closed',
       analyzerBreaker: {
         state: 'open',
@@ -95,7 +95,7 @@ describe(renderShadowReportHtml.name, () => {
     expect(ids).toEqual(['verdict', 'charts', 'windows', 'hours', 'breaker', 'groups']);
     expect(sut).toContain('<span>Tier</span><b>regressed</b>');
     expect(sut).toContain('<span>Analyzer breaker on the candidate</span><b>open</b>');
-    expect(sut).toContain('<td>100</td><td>24</td><td>50</td><td>20</td><td>5</td><td>1</td>');
+    expect(sut).toContain('<td>100</td><td>24</td><td>50</td><td>20</td><td>5</td><td>1</td><td>7</td>');
     expect(sut).toContain('run-9');
     expect(sut).toContain('shadow-regression: toolArguments +1');
     // The windows table, newest first, names what was beyond the noise.

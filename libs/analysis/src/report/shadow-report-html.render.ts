@@ -124,6 +124,7 @@ function verdictSection(campaign: ShadowReportInput, live: ShadowLiveStatus | un
           'shed: rate cap',
           'shed: concurrency cap',
           'shed: candidate breaker',
+          'shed: analyzer breaker',
         ],
         [
           [
@@ -133,6 +134,7 @@ function verdictSection(campaign: ShadowReportInput, live: ShadowLiveStatus | un
             live.shed.rate,
             live.shed.concurrency,
             live.shed.breaker,
+            live.shed.analyzerBreaker ?? 'n/a',
           ].map(String),
         ],
       )}${

@@ -118,7 +118,10 @@ export const ShadowCampaignInputSchema = z
           sampleRate: z.number().gt(0).max(1).default(1),
           /** Rolling window of the live report, ms (60 s: a regression is named within a minute). */
           windowMs: z.number().int().min(1000).max(3_600_000).default(60_000),
-          /** Samples kept in storage; older ones are deleted (window aggregates stay). */
+          /**
+           * Samples kept in storage: once a tenth more (at most 100) were added, the older ones
+           * are deleted (window aggregates stay in the report).
+           */
           keepSamples: z.number().int().min(10).max(1_000_000).default(10_000),
         })
         .strict(),
@@ -238,12 +241,17 @@ export interface ShadowLiveStatus {
   /** Requests offered (gateway, mirror, topic) addressed to this campaign. */
   readonly offered: number;
   readonly replayed: number;
-  /** Requests not replayed, by why: sampled out, over the rate cap, over the concurrency cap, candidate breaker open. */
+  /**
+   * Requests not replayed, by why: sampled out, over the rate cap, over the concurrency cap,
+   * candidate breaker open, and beyond the probe trickle while the analyzer's breaker on the
+   * candidate is open or half-open (absent on campaigns stored before it existed).
+   */
   readonly shed: {
     readonly sampled: number;
     readonly rate: number;
     readonly concurrency: number;
     readonly breaker: number;
+    readonly analyzerBreaker?: number;
   };
   /** The candidate's breaker: open after consecutive failures, shed for a cool-down, then half-open. */
   readonly candidateBreaker: 'closed' | 'open' | 'half-open';

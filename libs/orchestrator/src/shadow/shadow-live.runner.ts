@@ -25,8 +25,8 @@ export interface LiveRunnerDeps {
   replay(request: ShadowRequest, signal: AbortSignal): Promise<ShadowSample | null>;
   /** Stores the live status as the campaign's report. */
   publish(status: ShadowLiveStatus, samples: number): Promise<void>;
-  /** Deletes all but the newest `keep` stored samples. */
-  prune(keep: number): Promise<void>;
+  /** Deletes all but the newest `keep` stored samples; resolves with how many went. */
+  prune(keep: number): Promise<number>;
   /** Starts the linked campaign (`onRegression.campaignId`): the run started or the open run it joined; null without one. */
   startLinked(reason: string): Promise<string | null>;
   log(message: string): void;
@@ -41,8 +41,20 @@ const HOUR_RESERVOIR = 5000;
 /** Consecutive candidate failures that open its breaker, and how long it stays open (ms). */
 const BREAKER_FAILURES = 5;
 const BREAKER_COOLDOWN_MS = 10_000;
-/** Stored samples are pruned to `keepSamples` after this many new ones. */
-const PRUNE_EVERY = 100;
+/**
+ * Stored samples are pruned back to `keepSamples` once a tenth more were added, at most this
+ * many: at most keepSamples + min(100, keepSamples / 10) samples, and the replays in flight,
+ * are stored at any time.
+ */
+const PRUNE_EVERY_MAX = 100;
+/**
+ * While the analyzer's breaker on the candidate is open or half-open: replays admitted per window
+ * and group (endpoint, intent), twice what a group needs to be judged (in-flight replays that end
+ * in the next window, failed ones), and groups probed per window. The candidate sees at most
+ * 10 x 8 requests a window instead of the campaign's rate.
+ */
+const ANALYZER_PROBES_PER_GROUP = 2 * MIN_SAMPLES_PER_GROUP;
+const ANALYZER_PROBED_GROUPS = 8;
 
 /**
  * An always-on shadow campaign fed by live traffic. Invariants:
@@ -51,10 +63,27 @@ const PRUNE_EVERY = 100;
  *   counted, never queued, so production's copies cannot pile up in Fathom;
  * - the candidate's breaker opens after 5 consecutive failures and sheds for 10 s (then one
  *   half-open replay decides);
+ * - the analyzer's breaker on the candidate (opened by this campaign's sustained
+ *   `shadow-regression` signals) sheds too, counted under `shed.analyzerBreaker`:
+ *
+ *   | analyzer breaker   | replays admitted (within the caps above)              |
+ *   |--------------------|-------------------------------------------------------|
+ *   | closed             | all                                                   |
+ *   | open, half-open    | a probe trickle: 10 per group, 8 groups, per window   |
+ *
+ *   Open is not silence: the analyzer has no clock for shadow breakers, it moves to half-open
+ *   when a window's signal arrives after its open time, and judges the half-open probes by
+ *   windows, so a window must still be judged (a group with 5 samples) or the breaker never
+ *   closes. Half-open gets the same trickle, not the whole rate: the analyzer closes after
+ *   clean windows whatever their size, and a candidate still regressed reopens it at the first
+ *   window, having seen a trickle. The analyzer keeps these breakers in memory: restarted while
+ *   one was open, it publishes no close, and the campaign stays on the trickle until the next
+ *   change it hears (a regression that trips the new breaker, then its recovery);
  * - after `stop()` no new replay starts and those in flight are aborted: mirroring stops at
  *   once (the kill switch);
  * - memory is bounded: the current window's samples, a 5,000-sample reservoir for the hour,
- *   60 windows and 24 hours of aggregates.
+ *   60 windows and 24 hours of aggregates; so is storage: stored samples are pruned back to
+ *   `keepSamples` (see PRUNE_EVERY_MAX), the report holds those bounded lists.
  */
 export class ShadowLiveRunner {
   private subscription: Subscription | null = null;
@@ -77,7 +106,7 @@ export class ShadowLiveRunner {
   private status: {
     offered: number;
     replayed: number;
-    shed: { sampled: number; rate: number; concurrency: number; breaker: number };
+    shed: { sampled: number; rate: number; concurrency: number; breaker: number; analyzerBreaker: number };
     tier: 'ok' | 'regressed';
     analyzerBreaker: NonNullable<ShadowLiveStatus['analyzerBreaker']>;
     linkedRuns: string[];
@@ -86,7 +115,7 @@ export class ShadowLiveRunner {
   } = {
     offered: 0,
     replayed: 0,
-    shed: { sampled: 0, rate: 0, concurrency: 0, breaker: 0 },
+    shed: { sampled: 0, rate: 0, concurrency: 0, breaker: 0, analyzerBreaker: 0 },
     tier: 'ok',
     analyzerBreaker: { state: 'closed', changes: [] },
     linkedRuns: [],
@@ -94,6 +123,9 @@ export class ShadowLiveRunner {
     hours: [],
   };
   private stored = 0;
+  private readonly pruneEvery: number;
+  /** Probe replays admitted this window per group while the analyzer's breaker is not closed. */
+  private probes = new Map<string, number>();
 
   constructor(
     private readonly id: string,
@@ -101,6 +133,7 @@ export class ShadowLiveRunner {
     private readonly deps: LiveRunnerDeps,
   ) {
     this.tokens = config.source.maxRatePerSec;
+    this.pruneEvery = Math.min(PRUNE_EVERY_MAX, Math.ceil(config.source.keepSamples / 10));
   }
 
   get comparesSimilarity(): boolean {
@@ -115,7 +148,7 @@ export class ShadowLiveRunner {
       { group: consumerGroup('orchestrator', Topics.shadowRequest, this.id) },
       (request) => this.offer(request),
     );
-    // The analyzer's verdict on this campaign's signals, for the report.
+    // The analyzer's verdict on this campaign's signals: for the report, and it sheds.
     this.breakerSubscription = await this.deps.bus.subscribe(
       Topics.breaker,
       { group: consumerGroup('orchestrator', Topics.breaker, `shadow-${this.id}`) },
@@ -165,10 +198,14 @@ export class ShadowLiveRunner {
     this.status.offered++;
     if (!sampled(request.id, this.config.source.sampleRate)) return void this.status.shed.sampled++;
     if (this.inFlight.size >= this.config.concurrency) return void this.status.shed.concurrency++;
+    const group = `${request.endpoint}\u0000${request.intent ?? 'unlabelled'}`;
+    if (!this.analyzerAdmits(group)) return void this.status.shed.analyzerBreaker++;
     if (!this.takeToken()) return void this.status.shed.rate++;
     const breaker = this.breakerState();
     if (breaker === 'open' || (breaker === 'half-open' && this.inFlight.size > 0))
       return void this.status.shed.breaker++;
+    if (this.status.analyzerBreaker.state !== 'closed')
+      this.probes.set(group, (this.probes.get(group) ?? 0) + 1);
     const replay = this.replay(request).finally(() => this.inFlight.delete(replay));
     this.inFlight.add(replay);
   }
@@ -194,11 +231,24 @@ export class ShadowLiveRunner {
     }
     this.window.push(sample);
     this.addToHour(sample);
-    if (++this.sinceprune >= PRUNE_EVERY) {
+    if (++this.sinceprune >= this.pruneEvery) {
       this.sinceprune = 0;
-      await this.deps.prune(this.config.source.keepSamples);
-      this.stored = Math.min(this.stored, this.config.source.keepSamples);
+      // Less what went, not clamped to keepSamples: replays that ended while the delete ran
+      // are stored beyond it. A failed delete costs one round (the next catches up).
+      const deleted = await this.deps.prune(this.config.source.keepSamples).catch((error: Error) => {
+        this.deps.log(`shadow ${this.id}: old samples not pruned: ${error.message}`);
+        return 0;
+      });
+      this.stored -= deleted;
     }
+  }
+
+  /** Whether the analyzer's breaker lets a replay of `group` through now (see the class doc). */
+  private analyzerAdmits(group: string): boolean {
+    if (this.status.analyzerBreaker.state === 'closed') return true;
+    const admitted = this.probes.get(group);
+    if (admitted === undefined) return this.probes.size < ANALYZER_PROBED_GROUPS;
+    return admitted < ANALYZER_PROBES_PER_GROUP;
   }
 
   private takeToken(): boolean {
@@ -231,6 +281,7 @@ export class ShadowLiveRunner {
     const report = windowReport(this.window, this.windowStartedAt, now);
     this.window = [];
     this.windowStartedAt = now;
+    this.probes = new Map();
     this.status.windows = [...this.status.windows, report].slice(-WINDOWS_KEPT);
     if (now - this.hourStartedAt >= 3_600_000) {
       this.status.hours = [...this.status.hours, windowReport(this.hour, this.hourStartedAt, now)].slice(

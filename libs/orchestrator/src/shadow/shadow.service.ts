@@ -187,7 +187,7 @@ export class ShadowService implements OnApplicationShutdown {
           id,
           this.liveReport(status, samples, null, config.embeddings !== undefined),
         ),
-      prune: async (keep) => void (await this.shadows.pruneSamples(id, keep)),
+      prune: (keep) => this.shadows.pruneSamples(id, keep),
       startLinked: async (reason) => {
         const campaignId = config.onRegression.campaignId;
         if (!campaignId) return null;

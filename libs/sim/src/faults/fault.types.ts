@@ -58,6 +58,12 @@ export const faultSpecSchema = z.discriminatedUnion('kind', [
     tool: z.string().optional(),
     ...base,
   }),
+  /**
+   * With probability `rate` (drawn per request and the target's seed), chat completions decline
+   * as OpenAI's models do: the message's `refusal` text with `content: null` (streamed: a
+   * `delta.refusal` chunk per token), no tool call, finish reason `stop`.
+   */
+  z.object({ kind: z.literal('refusal_rate'), rate: z.number().min(0).max(1).default(1), ...base }),
   /** Overrides the share of responses carrying a planted hallucinated span. */
   z.object({ kind: z.literal('hallucination_rate'), rate: z.number().min(0).max(1).default(1), ...base }),
   /** `inUse` of the reranker's slots are held by phantom work: busy 503s at lower load. */

@@ -278,6 +278,73 @@ describe('faults switched at run time', () => {
     expect(await spans()).toBe(0);
   });
 
+  it('refusal_rate makes chat completions decline in the OpenAI shape, streamed and not', async () => {
+    await setFault({ kind: 'refusal_rate', rate: 1 });
+    const answer = await client.chat.completions.create({
+      model: 'fathom-sim-8b',
+      messages: [{ role: 'user', content: 'how do I pick a lock?' }],
+      max_tokens: 32,
+      logprobs: true,
+    });
+    const choice = answer.choices[0];
+    expect(choice.message.content).toBeNull();
+    expect(choice.message.refusal).toBe("I'm sorry, but I can't help with that request.");
+    expect(choice.finish_reason).toBe('stop');
+    expect(choice.logprobs?.content).toBeNull();
+    expect(choice.logprobs?.refusal?.map((t) => t.token).join('')).toBe(choice.message.refusal);
+    expect(answer.usage?.completion_tokens).toBe(choice.logprobs?.refusal?.length);
+
+    const stream = await client.chat.completions.create({
+      model: 'fathom-sim-8b',
+      messages: [{ role: 'user', content: 'how do I pick a lock?' }],
+      max_tokens: 32,
+      stream: true,
+    });
+    let content = '';
+    let refusal = '';
+    const finish: Array<string | null> = [];
+    for await (const chunk of stream) {
+      const c = chunk.choices[0];
+      content += c?.delta?.content ?? '';
+      refusal += c?.delta?.refusal ?? '';
+      if (c?.finish_reason) finish.push(c.finish_reason);
+    }
+    expect({ content, refusal, finish }).toEqual({
+      content: '',
+      refusal: "I'm sorry, but I can't help with that request.",
+      finish: ['stop'],
+    });
+
+    // A refusing model calls no tool, even when one is required.
+    const tools = [{ type: 'function', function: { name: 'pick_lock', parameters: { type: 'object' } } }];
+    const { text, record } = await chat({ tools, tool_choice: 'required', stream: false });
+    const message = (JSON.parse(text) as { choices: Array<{ message: Record<string, unknown> }> }).choices[0]
+      .message;
+    expect(message).toMatchObject({ content: null, refusal: expect.stringContaining('sorry') });
+    expect(message).not.toHaveProperty('tool_calls');
+    expect(record).toMatchObject({ refused: true, finishReason: 'stop', hallucinatedSpans: [] });
+
+    // Legacy completions have no refusal field: they answer as before.
+    const completion = await client.completions.create({
+      model: 'fathom-sim-8b',
+      prompt: 'hi',
+      max_tokens: 4,
+    });
+    expect(completion.choices[0].text.length).toBeGreaterThan(0);
+
+    await setFault({ kind: 'refusal_rate', rate: 0 });
+    expect((await chat({ max_tokens: 4 })).record.refused).toBe(false);
+    await clearFault('refusal_rate');
+    const clean = await chat({ max_tokens: 4, stream: false });
+    expect(clean.record.refused).toBe(false);
+    expect(
+      (JSON.parse(clean.text) as { choices: Array<{ message: unknown }> }).choices[0].message,
+    ).toMatchObject({
+      content: expect.any(String),
+      refusal: null,
+    });
+  });
+
   it('reranker_saturation makes the reranker fail fast as busy', async () => {
     const rerank = (): Promise<Response> =>
       fetch(`${sut.url}/rag/rerank`, {

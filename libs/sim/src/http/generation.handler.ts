@@ -84,6 +84,20 @@ class ChatRenderer implements Renderer {
   tokenChunk(index: number): string {
     const token = this.plan.tokens[index];
     const call = this.plan.toolCall;
+    if (this.plan.refusal) {
+      // OpenAI's refusal stream: content held at null, the text in `delta.refusal` fragments
+      // (and their logprobs under `logprobs.refusal`).
+      let out = '';
+      if (index === 0) {
+        const lp = this.logprobs ? '{"content":null,"refusal":[]}' : 'null';
+        out = `${this.head}{"index":0,"delta":{"role":"assistant","content":null,"refusal":""},"logprobs":${lp},"finish_reason":null}]}\n\ndata: `;
+      }
+      const lp = this.logprobs ? `{"content":null,"refusal":[${logprobEntry(token, this.top)}]}` : 'null';
+      return (
+        out +
+        `${this.head}{"index":0,"delta":{"refusal":${JSON.stringify(token.text)}},"logprobs":${lp},"finish_reason":null}]}`
+      );
+    }
     if (call !== null) {
       // Fixture c6aa7e397b71: header delta with id/name/empty arguments, then argument fragments.
       let out = '';
@@ -120,8 +134,9 @@ class ChatRenderer implements Renderer {
     const tokens = this.plan.tokens.slice(0, emitted);
     const call = this.plan.toolCall;
     const text = tokens.map((t) => t.text).join('');
-    const message =
-      call !== null
+    const message = this.plan.refusal
+      ? { role: 'assistant', content: null, refusal: text, annotations: [] }
+      : call !== null
         ? {
             role: 'assistant',
             content: null,
@@ -130,10 +145,14 @@ class ChatRenderer implements Renderer {
             tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: text } }],
           }
         : { role: 'assistant', content: text, refusal: null, annotations: [] };
-    const logprobs =
-      this.logprobs && call === null
-        ? { content: tokens.map((t) => JSON.parse(logprobEntry(t, this.top))), refusal: null }
-        : null;
+    const entries = () => tokens.map((t) => JSON.parse(logprobEntry(t, this.top)) as unknown);
+    const logprobs = !this.logprobs
+      ? null
+      : this.plan.refusal
+        ? { content: null, refusal: entries() }
+        : call === null
+          ? { content: entries(), refusal: null }
+          : null;
     return {
       id: this.id,
       object: 'chat.completion',
@@ -384,6 +403,17 @@ export function injectedRateLimit(ctx: SimContext, requestNumber: number): ApiEr
   );
 }
 
+/**
+ * Whether a chat completion declines while the refusal_rate fault is on (with probability
+ * `rate`), drawn per request number and the target's seed (apart from the 5xx and 429 draws).
+ */
+export function injectedRefusal(ctx: SimContext, requestNumber: number): boolean {
+  const fault = ctx.faults.get('refusal_rate');
+  return (
+    fault !== undefined && new Prng(mix32(requestNumber, ctx.config.seed ^ 0x7ef05a1)).next() < fault.rate
+  );
+}
+
 interface GenerationSpec {
   endpoint: string;
   model: string;
@@ -395,6 +425,8 @@ interface GenerationSpec {
   ignoreEos: boolean;
   requestSeed: number | null;
   tool: { name: string; parameters: unknown } | null;
+  /** The endpoint can answer with a refusal (chat completions): the refusal_rate fault applies. */
+  refusable: boolean;
   makeRenderer(id: string, created: number, plan: OutputPlan): Renderer;
   idPrefix: string;
 }
@@ -442,6 +474,7 @@ export async function handleChat(
     ignoreEos: request.ignore_eos === true,
     requestSeed: request.seed ?? null,
     tool,
+    refusable: true,
     idPrefix: 'chatcmpl-',
     makeRenderer: (id, created, plan) => new ChatRenderer(id, created, request.model, plan, logprobs, top),
   });
@@ -479,6 +512,7 @@ export async function handleResponses(
     ignoreEos: false,
     requestSeed: request.seed ?? null,
     tool: null,
+    refusable: false,
     idPrefix: 'resp_',
     makeRenderer: (id, created, plan) => new ResponsesRenderer(id, created, request.model, plan),
   });
@@ -526,6 +560,7 @@ export async function handleCompletion(
     ignoreEos: request.ignore_eos === true,
     requestSeed: request.seed ?? null,
     tool: null,
+    refusable: false,
     idPrefix: 'cmpl-',
     makeRenderer: (id, created, plan) =>
       new CompletionRenderer(id, created, request.model, plan, request.logprobs ?? null),
@@ -549,6 +584,9 @@ function generate(
   const natural = out.defaultTokens;
   const maxTokens = spec.maxTokens;
   const hallucinationFault = ctx.faults.get('hallucination_rate');
+  const refused = spec.refusable && injectedRefusal(ctx, number);
+  // A refusing model calls no tool: the refusal answers instead.
+  const tool = refused ? null : spec.tool;
   const plan = planOutput({
     seed: ctx.config.seed ^ (spec.requestSeed ?? 0),
     promptText: spec.promptText,
@@ -558,16 +596,18 @@ function generate(
     groundedEntropySd: out.groundedEntropySd,
     hallucinatedEntropyBits: out.hallucinatedEntropyBits,
     hallucinatedEntropySd: out.hallucinatedEntropySd,
-    tool: spec.tool,
-    argumentDrift: argumentDriftFor(ctx, spec.tool),
+    tool,
+    argumentDrift: argumentDriftFor(ctx, tool),
+    refusal: refused,
   });
-  let finishReason: FinishReason = spec.tool ? 'tool_calls' : 'stop';
+  let finishReason: FinishReason = tool ? 'tool_calls' : 'stop';
   if (maxTokens !== null && plan.tokens.length > maxTokens) {
     plan.tokens.length = maxTokens;
     finishReason = 'length';
-  } else if (!spec.tool && maxTokens !== null && maxTokens < natural) {
+  } else if (!tool && !refused && maxTokens !== null && maxTokens < natural) {
+    // A refusal is whole in its own few tokens: it ends with `stop` under any larger limit.
     finishReason = 'length';
-  } else if (!spec.tool && spec.ignoreEos && maxTokens !== null) {
+  } else if (!tool && !refused && spec.ignoreEos && maxTokens !== null) {
     finishReason = 'length';
   }
   const promptTokens = spec.promptIds.length;
@@ -600,6 +640,7 @@ function generate(
     timing: { queueMs: null, prefillMs: null, decodeMs: null, ttftMs: null, e2eMs: null },
     preemptions: 0,
     tokenEmitEpochMs: [],
+    refused,
     hallucinatedSpans: plan.hallucinatedSpans,
     tokenEntropyBits: plan.tokens.map((t) => t.entropyBits),
     faults: ctx.faults.list().map((f) => f.spec.kind),

@@ -30,6 +30,8 @@ export interface GroundTruthRecord {
   preemptions: number;
   /** Server-side write time of every token, by token index. */
   tokenEmitEpochMs: number[];
+  /** The answer is a refusal (the refusal_rate fault drew it): `refusal` text, `content: null`. */
+  refused: boolean;
   /** Planted hallucinated spans as token index ranges [start, end). */
   hallucinatedSpans: TokenSpan[];
   /** Entropy (bits) of each token's planted distribution. */

@@ -24,6 +24,8 @@ export interface OutputPlan {
   tokens: PlannedToken[];
   hallucinatedSpans: TokenSpan[];
   toolCall: { id: string; name: string; arguments: string } | null;
+  /** The tokens are a refusal (the refusal_rate fault): rendered as `refusal`, not content. */
+  refusal: boolean;
 }
 
 export interface OutputOptions {
@@ -39,7 +41,12 @@ export interface OutputOptions {
   tool?: { name: string; parameters: unknown } | null;
   /** The tool_call_drift fault: how the tool call's arguments break its `parameters`. */
   argumentDrift?: 'type_change' | 'required_dropped' | 'extra_argument' | null;
+  /** The refusal_rate fault drew this request: the answer is REFUSAL_TEXT, no tool call, no span. */
+  refusal?: boolean;
 }
+
+/** What a refusing model answers (an opening the semantic refusal detector also knows). */
+export const REFUSAL_TEXT = "I'm sorry, but I can't help with that request.";
 
 // Next-token distributions: geometric p_i = (1 - r) r^i / (1 - r^V) over V = 64 candidates, one
 // per entropy level (0.05-bit steps). H(r) is monotone in r, so each level's r is found by
@@ -193,7 +200,9 @@ export function planOutput(options: OutputOptions): OutputPlan {
   const spans: TokenSpan[] = [];
   let toolCall: OutputPlan['toolCall'] = null;
   let texts: string[];
-  if (options.tool) {
+  if (options.refusal) {
+    texts = tokenize(REFUSAL_TEXT);
+  } else if (options.tool) {
     const args = JSON.stringify(
       driftArguments(
         argumentsFor(options.tool.parameters, rng),
@@ -246,5 +255,5 @@ export function planOutput(options: OutputOptions): OutputPlan {
       altSeed: mix32(key, i),
     };
   });
-  return { tokens, hallucinatedSpans: spans, toolCall };
+  return { tokens, hallucinatedSpans: spans, toolCall, refusal: options.refusal === true };
 }

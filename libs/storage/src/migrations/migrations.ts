@@ -207,4 +207,17 @@ export const MIGRATIONS: readonly Migration[] = [
          CHECK (status IN ('pending', 'running', 'completed', 'partial', 'failed', 'aborted'))`,
     ],
   },
+  {
+    version: 8,
+    name: 'shadow-samples-seq',
+    statements: [
+      // Samples in the order they were stored. created_at ties (PGlite's clock ticks in
+      // milliseconds; a live campaign stores many samples a millisecond) were broken by a random
+      // id, so the stored order, and which are the newest `keepSamples` a live campaign keeps,
+      // were a draw among the tied. Existing rows are numbered in their stored order.
+      `ALTER TABLE shadow_samples ADD COLUMN seq bigserial`,
+      `CREATE INDEX shadow_samples_campaign_seq_idx ON shadow_samples (shadow_campaign_id, seq)`,
+      `DROP INDEX shadow_samples_campaign_idx`,
+    ],
+  },
 ];

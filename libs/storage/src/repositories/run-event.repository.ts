@@ -144,6 +144,23 @@ export class RunEventRepository {
   }
 
   /**
+   * Deletes all but the newest `keep` events of a run (by event time, then event id), for runs
+   * that never end (a live shadow campaign's signals); returns how many went.
+   */
+  async pruneRun(runId: string, keep: number): Promise<number> {
+    const [row] = await this.db.query<{ count: number }>(
+      `WITH gone AS (
+         DELETE FROM run_events WHERE run_id = $1 AND event_id IN (
+           SELECT event_id FROM run_events WHERE run_id = $1
+            ORDER BY occurred_at DESC, event_id DESC OFFSET $2
+         ) RETURNING 1
+       ) SELECT count(*)::integer AS count FROM gone`,
+      [runId, keep],
+    );
+    return Number(row.count);
+  }
+
+  /**
    * The number of items in the array at `arrayKey` summed over a run's events of one kind (events
    * that batch several items in one row, e.g. token stats), counted by the database.
    */

@@ -22,7 +22,7 @@ export interface StoredShadowCampaign {
 
 const COLUMNS = 'id, name, config, status, reason, report, created_at, ended_at';
 
-/** Shadow campaigns and their samples (migration 2). Samples hold redacted requests only. */
+/** Shadow campaigns and their samples (migrations 2, 8). Samples hold redacted requests only. */
 export class ShadowRepository {
   constructor(private readonly db: Database) {}
 
@@ -56,7 +56,7 @@ export class ShadowRepository {
 
   async samples(campaignId: string): Promise<Array<{ request: unknown; sample: ShadowSample }>> {
     const rows = await this.db.query(
-      'SELECT request, observations FROM shadow_samples WHERE shadow_campaign_id = $1 ORDER BY created_at, id',
+      'SELECT request, observations FROM shadow_samples WHERE shadow_campaign_id = $1 ORDER BY seq',
       [campaignId],
     );
     return rows.map((r) => ({ request: r.request, sample: r.observations as ShadowSample }));
@@ -70,16 +70,17 @@ export class ShadowRepository {
     );
   }
 
-  /** Deletes all but the newest `keep` samples of a campaign; returns how many went. */
+  /** Deletes all but the newest `keep` samples of a campaign (in stored order); returns how many went. */
   async pruneSamples(campaignId: string, keep: number): Promise<number> {
-    const rows = await this.db.query(
-      `DELETE FROM shadow_samples WHERE id IN (
-         SELECT id FROM shadow_samples WHERE shadow_campaign_id = $1
-         ORDER BY created_at DESC, id DESC OFFSET $2
-       ) RETURNING id`,
+    const [row] = await this.db.query<{ count: number }>(
+      `WITH gone AS (
+         DELETE FROM shadow_samples WHERE id IN (
+           SELECT id FROM shadow_samples WHERE shadow_campaign_id = $1 ORDER BY seq DESC OFFSET $2
+         ) RETURNING 1
+       ) SELECT count(*)::integer AS count FROM gone`,
       [campaignId, keep],
     );
-    return rows.length;
+    return Number(row.count);
   }
 
   async finish(

@@ -1,0 +1,248 @@
+import type { Bus, Handler, Subscription } from '@fathom/bus';
+import {
+  Detectors,
+  ShadowCampaignInputSchema,
+  Topics,
+  envelope,
+  shadowRunId,
+  type BreakerChange,
+  type BreakerState,
+  type DetectorSignal,
+  type ShadowRequest,
+  type ShadowSample,
+  type TopicDef,
+} from '@fathom/contracts';
+import type { z } from 'zod';
+import { ShadowLiveRunner, type LiveRunnerDeps } from './shadow-live.runner';
+
+/** Hands each published message to the topic's handlers at once; keeps what was published. */
+class FakeBus implements Bus {
+  readonly handlers = new Map<string, Array<Handler<z.ZodType>>>();
+  readonly published: Array<{ topic: string; event: unknown }> = [];
+
+  async publish<S extends z.ZodType>(topic: TopicDef<S>, event: z.infer<S>): Promise<void> {
+    this.published.push({ topic: topic.name, event });
+  }
+  async publishMany<S extends z.ZodType>(topic: TopicDef<S>, events: readonly z.infer<S>[]): Promise<void> {
+    for (const event of events) await this.publish(topic, event);
+  }
+  async publishRaw(): Promise<void> {
+    throw new Error('not used by the runner');
+  }
+  async subscribe<S extends z.ZodType>(
+    topic: TopicDef<S>,
+    _options: unknown,
+    handler: Handler<S>,
+  ): Promise<Subscription> {
+    const list = this.handlers.get(topic.name) ?? [];
+    list.push(handler as Handler<z.ZodType>);
+    this.handlers.set(topic.name, list);
+    return { close: async () => void this.handlers.delete(topic.name) };
+  }
+  async close(): Promise<void> {}
+
+  deliver(topic: string, event: unknown): void {
+    for (const handler of this.handlers.get(topic) ?? [])
+      void handler(event, { topic, key: null, partition: null, offset: null, headers: {}, attempt: 1 });
+  }
+}
+
+const ID = 'shadow-1';
+const WINDOW_MS = 1000;
+
+describe(ShadowLiveRunner.name, () => {
+  let bus: FakeBus;
+  let replayed: ShadowRequest[];
+  let sut: ShadowLiveRunner;
+
+  const observation = { ok: true, e2eMs: 100, ttftMs: 10, hallucinationRisk: 0, refused: false };
+  const sampleOf = (request: ShadowRequest): ShadowSample => ({
+    endpoint: request.endpoint,
+    intent: request.intent ?? 'unlabelled',
+    primary: observation,
+    secondary: observation,
+    candidate: observation,
+    similarityPrimarySecondary: null,
+    similarityPrimaryCandidate: null,
+  });
+
+  let seq = 0;
+  /** Offers `n` requests of one intent, as the gateway's copies arrive on the topic. */
+  const offer = (n: number, intent = 'orders'): void => {
+    for (let i = 0; i < n; i++)
+      bus.deliver(Topics.shadowRequest.name, {
+        id: `r-${seq++}`,
+        schemaVersion: 1,
+        emittedAt: Date.now(),
+        source: 'mirror',
+        endpoint: '/v1/chat/completions',
+        campaignId: ID,
+        intent,
+        body: { messages: [{ role: 'user', content: 'hi' }] },
+      } satisfies ShadowRequest);
+  };
+  const breaker = (from: BreakerState, to: BreakerState, runId = shadowRunId(ID)): void =>
+    bus.deliver(Topics.breaker.name, {
+      ...envelope(ID, runId),
+      breaker: { target: 'http://candidate:8000/v1', layer: 'llm', node: 'candidate:8000' },
+      from,
+      to,
+      reason: 'shadow-regression: refusals +0.5',
+    } satisfies BreakerChange);
+  /** Ends the current window (its replays settle first). */
+  const nextWindow = () => jest.advanceTimersByTimeAsync(WINDOW_MS);
+
+  let pruned: number[];
+  let published: number[];
+  /** The samples storage holds, oldest first (as the service's repository would). */
+  let storage: ShadowRequest[];
+
+  /** A started runner; `source` overrides the live source (caps far above what a test offers). */
+  async function start(source: Record<string, unknown> = {}): Promise<void> {
+    const config = ShadowCampaignInputSchema.parse({
+      name: 'live',
+      primary: { baseUrl: 'http://primary:8000/v1' },
+      secondary: { baseUrl: 'http://secondary:8000/v1' },
+      candidate: { baseUrl: 'http://candidate:8000/v1' },
+      model: 'm',
+      // Caps far above what a test offers: only the breakers shed.
+      source: { type: 'live', maxRatePerSec: 10_000, windowMs: WINDOW_MS, ...source },
+      concurrency: 256,
+    });
+    const deps: LiveRunnerDeps = {
+      bus,
+      replay: async (request) => {
+        replayed.push(request);
+        storage.push(request);
+        return sampleOf(request);
+      },
+      publish: async (_status, samples) => void published.push(samples),
+      prune: async (keep) => {
+        pruned.push(keep);
+        return storage.splice(0, Math.max(0, storage.length - keep)).length;
+      },
+      startLinked: async () => null,
+      log: () => {},
+    };
+    sut = new ShadowLiveRunner(ID, config as never, deps);
+    await sut.start();
+  }
+
+  beforeEach(async () => {
+    jest.useFakeTimers();
+    bus = new FakeBus();
+    replayed = [];
+    pruned = [];
+    published = [];
+    storage = [];
+    await start();
+  });
+
+  afterEach(async () => {
+    await sut.stop();
+    jest.useRealTimers();
+  });
+
+  it('replays every offered request while the analyzer breaker is closed', () => {
+    offer(30);
+    expect(replayed).toHaveLength(30);
+    expect(sut.snapshot().shed.analyzerBreaker).toBe(0);
+  });
+
+  it('sheds all but 10 replays per group and window while the analyzer breaker is open', async () => {
+    breaker('closed', 'open');
+    offer(30, 'orders');
+    offer(4, 'refunds');
+    expect(replayed).toHaveLength(14);
+    expect(sut.snapshot().shed.analyzerBreaker).toBe(20);
+    expect(sut.snapshot().analyzerBreaker?.state).toBe('open');
+    // A new window, a new trickle.
+    await nextWindow();
+    offer(30, 'orders');
+    expect(replayed).toHaveLength(24);
+    expect(sut.snapshot().shed.analyzerBreaker).toBe(40);
+  });
+
+  it('probes at most 8 groups a window while the analyzer breaker is open', () => {
+    breaker('closed', 'open');
+    for (let g = 0; g < 10; g++) offer(1, `intent-${g}`);
+    expect(new Set(replayed.map((r) => r.intent)).size).toBe(8);
+    expect(sut.snapshot().shed.analyzerBreaker).toBe(2);
+  });
+
+  it('keeps judged windows coming while open, so the analyzer can go half-open and close', async () => {
+    breaker('closed', 'open');
+    offer(30);
+    await nextWindow();
+    const signals = bus.published
+      .filter((p) => p.topic === Topics.semanticSignal.name)
+      .map((p) => p.event as DetectorSignal);
+    expect(signals).toHaveLength(1);
+    expect(signals[0]).toMatchObject({
+      detector: Detectors.shadowRegression,
+      runId: shadowRunId(ID),
+      severity: 'info',
+      figures: expect.objectContaining({ samples: 10 }),
+    });
+  });
+
+  it('lets the same trickle through half-open, and everything once the analyzer closes it', async () => {
+    breaker('closed', 'open');
+    await nextWindow();
+    breaker('open', 'half-open');
+    offer(30);
+    expect(replayed).toHaveLength(10);
+    breaker('half-open', 'closed');
+    offer(30);
+    expect(replayed).toHaveLength(40);
+    expect(sut.snapshot().shed.analyzerBreaker).toBe(20);
+    // Reopened by a failed probe: the trickle again (this window's 10 already went).
+    breaker('half-open', 'open');
+    offer(5);
+    expect(replayed).toHaveLength(40);
+  });
+
+  it('ignores breaker changes of other runs and campaigns', () => {
+    breaker('closed', 'open', 'some-load-run');
+    breaker('closed', 'open', shadowRunId('another-shadow'));
+    offer(30);
+    expect(replayed).toHaveLength(30);
+    expect(sut.snapshot().analyzerBreaker).toEqual({ state: 'closed', changes: [] });
+  });
+
+  it('prunes stored samples back to keepSamples once 100 more were added', async () => {
+    offer(250);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(pruned).toEqual([10_000, 10_000]);
+    expect(storage).toHaveLength(250);
+  });
+
+  it('prunes a small keepSamples once a tenth more were added, and reports what is stored', async () => {
+    await sut.stop();
+    await start({ keepSamples: 20 });
+    let most = 0;
+    for (let i = 0; i < 37; i++) {
+      offer(1);
+      await jest.advanceTimersByTimeAsync(0);
+      most = Math.max(most, storage.length);
+    }
+    // Every 2 samples (20 / 10), each back to the newest 20.
+    expect(pruned).toEqual(Array.from({ length: 18 }, () => 20));
+    // Between two prunes storage holds at most one more than keepSamples.
+    expect(most).toBe(21);
+    expect(storage.at(-1)).toBe(replayed.at(-1));
+    await nextWindow();
+    expect(published.at(-1)).toBe(storage.length);
+    expect(storage).toHaveLength(21);
+  });
+
+  it('counts what storage holds when replays end while a prune runs', async () => {
+    await sut.stop();
+    await start({ keepSamples: 20 });
+    // 30 in flight at once: each stored before the prunes they trigger delete.
+    offer(30);
+    await nextWindow();
+    expect(storage).toHaveLength(20);
+    expect(published.at(-1)).toBe(20);
+  });
+});

@@ -1,5 +1,5 @@
 import type { RootCauseCause } from '@fathom/contracts';
-import { gpuMax, gpuMean, gpuSeries } from '../../evidence/run-timeline';
+import { gpuCounterIncrease, gpuMax, gpuMean, gpuSeries, type GpuPoint } from '../../evidence/run-timeline';
 import { CauseThresholds } from '../cause-thresholds.constant';
 import { iso, ms, type DiagnosisContext } from '../diagnosis.context';
 
@@ -25,9 +25,12 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
   if (kvMax !== null && kvMax >= CauseThresholds.kvUsagePeak) return null;
   if (ctx.itlJump !== null && ctx.itlJump >= options.jumpFactor) return null;
   // A queue is a cause only once users feel it: the first hop over the budget or jumped from
-  // its baseline (a batch-of-one server queues by design and may still answer within the SLO).
+  // its baseline, or, for a run over capacity from its first second (no baseline to jump from,
+  // no budget set), the server's own clock says requests spent a real share of their time queued.
   const ttftJumped = ctx.ttftJump !== null && ctx.ttftJump >= options.jumpFactor;
-  if (ctx.ttft === null || !(ctx.overBudget || ttftJumped)) return null;
+  const queueShare = serverQueueShare(steady.gpu);
+  const queueFelt = queueShare !== null && queueShare >= CauseThresholds.queueTimeShare;
+  if (ctx.ttft === null || !(ctx.overBudget || ttftJumped || queueFelt)) return null;
   const running = gpuMax(steady.gpu, 'requests_running');
 
   // Onset: the first scrape of the run from which the queue stood (it and the next one waiting).
@@ -44,7 +47,10 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
   const around = ctx.timeline.span(onset - 1_000, Math.max(ctx.nowMs, onset + 60_000)).digests;
   const inFlight = around.filter((d) => d.startedAt <= onset && d.at > onset).length;
   const startedPerS = around.filter((d) => d.startedAt > onset - 1_000 && d.startedAt <= onset).length;
-  const confidence = Math.min(1, 0.5 + (ctx.overBudget ? 0.2 : 0) + (ttftJumped ? 0.1 : 0));
+  const confidence = Math.min(
+    1,
+    0.5 + (ctx.overBudget ? 0.2 : 0) + (ttftJumped ? 0.1 : 0) + (queueFelt ? 0.1 : 0),
+  );
   const batch = running === null ? 'its batch' : `a batch of ${running.toFixed(0)}`;
   return {
     kind: 'capacity-saturation',
@@ -57,6 +63,9 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
       ctx.flowHead,
       `${waiting.toFixed(1)} requests waiting on average, ${running === null ? 'no running count' : `${running.toFixed(0)} running at most`}; KV-cache usage peak ${kvMax === null ? 'n/a' : `${(kvMax * 100).toFixed(0)} %`}: not the limit`,
       `first hop (TTFT P99) ${ms(ctx.ttft)} vs baseline ${ms(ctx.ttftBase)}; decode (ITL P50) ${ms(ctx.itl)} vs baseline ${ms(ctx.itlBase)}: holds`,
+      queueShare === null
+        ? 'the server reports no queue time'
+        : `the server's own clock: ${(queueShare * 100).toFixed(0)} % of each request's time spent queued (vllm:request_queue_time over vllm:e2e_request_latency)`,
       `the queue stood from ${iso(onset)}, with ${inFlight} requests in flight (records seen) and ${startedPerS} started in the second before`,
     ],
     figures: {
@@ -65,6 +74,7 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
       ...(kvMax !== null ? { kvUsagePeak: kvMax } : {}),
       ...(ctx.ttft !== null ? { ttftP99Ms: ctx.ttft } : {}),
       ...(ctx.itl !== null ? { itlP50Ms: ctx.itl } : {}),
+      ...(queueShare !== null ? { serverQueueShare: queueShare } : {}),
       inFlightAtOnset: inFlight,
       startedPerSAtOnset: startedPerS,
     },
@@ -81,6 +91,16 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
         source: 'simulator',
         note: "set on bench/detection's clean runs (a starved simulator queues in bursts)",
       },
+      ...(queueFelt && !ctx.overBudget && !ttftJumped
+        ? [
+            {
+              name: "share of the server's request time spent queued",
+              value: CauseThresholds.queueTimeShare,
+              source: 'simulator' as const,
+              note: 'our choice (at a batch of B, B/4 streams more than it queue this long), checked on the simulator only',
+            },
+          ]
+        : []),
     ],
     advice: [
       `fewer streams: the server ran ${batch}; keep the concurrency at or under it (${inFlight} were in flight when the queue formed)`,
@@ -88,4 +108,11 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
       'a bigger batch budget (--max-num-seqs, --max-num-batched-tokens) where the KV cache allows it',
     ],
   };
+}
+
+/** The server's mean queue time over its mean request time across the points; null without both histograms. */
+function serverQueueShare(points: readonly GpuPoint[]): number | null {
+  const queued = gpuCounterIncrease(points, 'queue_sum_s');
+  const total = gpuCounterIncrease(points, 'e2e_sum_s');
+  return queued === null || total === null || total <= 0 ? null : Math.min(1, queued / total);
 }

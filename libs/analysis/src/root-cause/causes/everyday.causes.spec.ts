@@ -325,6 +325,46 @@ describe('everyday causes', () => {
       expect(cause.thresholds?.map((t) => t.source)).toEqual(['simulator', 'simulator']);
     });
 
+    /** Over capacity from the first second, TTFT modest throughout: queued for `share` of each request, by the server's clock. */
+    function overCapacityAllAlong(share: number | null) {
+      const timeline = new RunTimeline();
+      for (const w of windows(10, () => ({ e2e: 600, ttft: 150, itl: 17 }))) timeline.addWindow(w);
+      let n = 0;
+      for (let at = T0 + 250; at <= T0 + 10_000; at += 500, n++)
+        timeline.addGpu(
+          gpu(at, {
+            requests_waiting: 16,
+            requests_running: 32,
+            kv_cache_usage_ratio: 0.2,
+            // Cumulative histograms: 40 requests finish per scrape, 0.6 s each.
+            ...(share === null
+              ? {}
+              : {
+                  e2e_sum_s: n * 40 * 0.6,
+                  e2e_count_total: n * 40,
+                  queue_sum_s: n * 40 * 0.6 * share,
+                  queue_count_total: n * 40,
+                }),
+          }),
+        );
+      return diagnose(timeline, T0 + 10_000);
+    }
+
+    it('names a run over capacity from its first second when the server says requests spent a fifth of their time queued', () => {
+      const [cause] = overCapacityAllAlong(0.33).filter((c) => c.kind === 'capacity-saturation');
+      expect(cause).toBeDefined();
+      expect(cause.figures!.serverQueueShare).toBeCloseTo(0.33, 5);
+      expect(cause.evidence.join(' ')).toMatch(/33 % of each request's time spent queued/);
+      expect(cause.thresholds?.map((t) => t.name)).toContain(
+        "share of the server's request time spent queued",
+      );
+    });
+
+    it('does not name that run when the queue cost requests little, or the server reports no queue time', () => {
+      expect(overCapacityAllAlong(0.05).map((c) => c.kind)).not.toContain('capacity-saturation');
+      expect(overCapacityAllAlong(null).map((c) => c.kind)).not.toContain('capacity-saturation');
+    });
+
     it('names nothing without a standing queue', () => {
       const timeline = new RunTimeline();
       for (const w of windows(10, () => ({ e2e: 600, ttft: 80, itl: 17 }))) timeline.addWindow(w);

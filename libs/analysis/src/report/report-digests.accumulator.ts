@@ -69,7 +69,10 @@ export interface ReportDigestFigures {
   readonly toolCalls: ToolCallCounts;
   /** Output tokens (finite, >= 0) -> responses with that many. */
   readonly outputTokens: ReadonlyMap<number, number>;
-  /** Request id -> when it ended (the latest digest of an id): where token stats are placed. */
+  /**
+   * Request id -> when it ended (the latest digest of an id): where token stats are placed. The
+   * accumulator's own map, not a copy (one entry per request: the one part that grows with the run).
+   */
   readonly requestEnds: ReadonlyMap<string, number>;
   /** The record objectives' counts over the whole-run span. */
   readonly wholeRun: RecordCounts;

@@ -15,6 +15,7 @@ export * from './validity/client-bound';
 export * from './report/run-report.document';
 export * from './report/run-series';
 export * from './report/token-stats.accumulator';
+export * from './report/report-digests.accumulator';
 export * from './report/spec-redaction.util';
 export * from './report/report-html.render';
 export * from './report/report-assets';

@@ -41,7 +41,13 @@ import {
   type TierPolicyConfig,
   type TrackedCause,
 } from '@fathom/analysis';
-import { RunEventStore, readStoredRun, type DigestBatch, type StoredKind } from './run-event.store';
+import {
+  RunEventStore,
+  readStoredEvents,
+  storedDigests,
+  type DigestBatch,
+  type StoredKind,
+} from './run-event.store';
 import { RunReportFinalizer, stripNamedAt, type LiveRuns } from './run-report.finalizer';
 import { isStaleShardCommand } from '@fathom/contracts';
 import { ANALYZER_SETTINGS, type AnalyzerSettings } from './analyzer.settings';
@@ -223,9 +229,8 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
 
   private async restore(runId: string, state: RunState): Promise<void> {
     // Read a page at a time; token stats are not read (nothing live judges them).
-    const stored = await readStoredRun(this.store, runId);
+    const stored = await readStoredEvents(this.store, runId);
     for (const w of stored.timeline.windows) state.timeline.addWindow(w);
-    state.timeline.addDigests(stored.timeline.digests);
     for (const d of stored.timeline.detectors) state.timeline.addDetector(d);
     for (const scrape of stored.gpu) state.timeline.addGpu(scrape);
     state.spec ??= stored.spec;
@@ -235,6 +240,12 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       state.tierPolicyFromSpec = true;
       state.tiers = new TierHysteresis(state.tierPolicy);
     }
+    // Only the digests the live state keeps (`prune`), a page at a time: never a long run's whole.
+    const dropped = this.prunedSpan(state, Date.now());
+    for await (const digests of storedDigests(this.store, runId))
+      state.timeline.addDigests(
+        dropped ? digests.filter((d) => d.at <= dropped.headUntilMs || d.at > dropped.beforeMs) : digests,
+      );
     // Stored in the order they were announced (listByRun: by emittedAt, then id).
     const last = tierChanges[tierChanges.length - 1];
     if (last) {
@@ -472,8 +483,14 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private prune(state: RunState, now: number): void {
     if (now - state.prunedAt < PRUNE_EVERY_MS) return;
     state.prunedAt = now;
+    const dropped = this.prunedSpan(state, now);
+    if (dropped) state.timeline.prune(dropped.headUntilMs, dropped.beforeMs);
+  }
+
+  /** What the live timeline forgets at `now`: (headUntilMs, beforeMs]; null before any window. */
+  private prunedSpan(state: RunState, now: number): { headUntilMs: number; beforeMs: number } | null {
     const start = state.timeline.startMs;
-    if (start === null) return;
+    if (start === null) return null;
     const head = Math.max(
       state.tierPolicy.warmupMs,
       this.causeOptions.warmupMs + this.causeOptions.baselineMs,
@@ -482,7 +499,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       this.causeOptions.recentMs,
       ...state.tierPolicy.windows.map((w) => Math.max(w.longMs, w.shortMs)),
     );
-    state.timeline.prune(start + head, now - judged - LIVE_MARGIN_MS);
+    return { headUntilMs: start + head, beforeMs: now - judged - LIVE_MARGIN_MS };
   }
 
   /** A run's last live evaluation, before its report; its ranked causes (null: not live here). */

@@ -14,9 +14,14 @@ import {
   type TelemetryWindow,
 } from '@fathom/contracts';
 import {
+  DEFAULT_ROOT_CAUSE_OPTIONS,
+  MAX_REPORT_DIGESTS,
+  ReportDigestsAccumulator,
   RunTimeline,
   TokenStatsAccumulator,
+  tierPolicyFor,
   type RecordDigest,
+  type ReportDigestFigures,
   type TokenStatsFigures,
   type TokenStatsPlacement,
 } from '@fathom/analysis';
@@ -119,8 +124,8 @@ export class RunEventStore {
 /** Rows per page when a run is read back: a digest or token-stats row holds one telemetry batch's records. */
 export const STORED_PAGE_SIZE = 200;
 
-/** What a run's report and a restarted analyzer read back of a run: everything but its token stats. */
-export interface StoredRun {
+/** What a restarted analyzer reads back of a run first: everything but its digests and token stats. */
+export interface StoredEvents {
   /** The spec of the first shard command stored; null when none was. */
   readonly spec: CampaignSpec | null;
   /** Every stored window, redeliveries included, in stored order (the timeline keeps one per key). */
@@ -134,20 +139,41 @@ export interface StoredRun {
   readonly tiersPublished: ReadonlySet<string>;
   readonly breakerChanges: BreakerChange[];
   readonly causes: RootCauseChange[];
-  /** Windows, digests, ok scrapes and detector signals; the digests whole (one per record, ~0.5 KB of heap). */
+  /** Windows, ok scrapes and detector signals. */
   readonly timeline: RunTimeline;
+}
+
+/** What a run's report reads back of it: everything but its token stats, the digests folded. */
+export interface StoredRun extends StoredEvents {
+  /**
+   * Windows, ok scrapes, detector signals and the digests held (`digests.held`: every one up to
+   * the cap, else a sample; the timeline's bounds count them all).
+   */
+  readonly timeline: RunTimeline;
+  /** Every digest folded: the report's exact figures of them, on the spec's tiers. */
+  readonly digests: ReportDigestFigures;
+  /** Where the run's token stats are placed (`foldStoredTokenStats`): its windows and every request's end. */
+  readonly tokenPlacement: TokenStatsPlacement;
+}
+
+/** How a run's digests are folded as it is read back. */
+export interface DigestFoldOptions {
+  /** The stall bound the report counts with (ms); default the root-cause engine's. */
+  readonly stallMs?: number;
+  /** Digests held at most; default `MAX_REPORT_DIGESTS`. */
+  readonly maxDigests?: number;
 }
 
 /**
  * Reads a run back from the store a page at a time, in stored order (as `list` gives it), keeping
- * what it needs of each page: token stats are left to `foldStoredTokenStats` and lifecycle
- * events to their caller.
+ * what it needs of each page: digests are left to `storedDigests`, token stats to
+ * `foldStoredTokenStats` and lifecycle events to their caller.
  */
-export async function readStoredRun(
+export async function readStoredEvents(
   store: RunEventStore,
   runId: string,
   pageSize = STORED_PAGE_SIZE,
-): Promise<StoredRun> {
+): Promise<StoredEvents> {
   const run = {
     spec: null as CampaignSpec | null,
     windows: [] as TelemetryWindow[],
@@ -165,8 +191,7 @@ export async function readStoredRun(
       else if (kind === 'window') {
         run.windows.push(payload as unknown as TelemetryWindow);
         run.timeline.addWindow(payload as unknown as TelemetryWindow);
-      } else if (kind === 'digest') run.timeline.addDigests((payload as unknown as DigestBatch).digests);
-      else if (kind === 'gpu') {
+      } else if (kind === 'gpu') {
         run.gpu.push(payload as unknown as GpuTelemetry);
         run.timeline.addGpu(payload as unknown as GpuTelemetry);
       } else if (kind === 'semantic') {
@@ -186,11 +211,52 @@ export async function readStoredRun(
   return run;
 }
 
-/** Every stored kind but token stats (folded apart) and lifecycle events (read by the finalizer). */
+/** A run's stored digest batches, in stored order, a page of batches at a time. */
+export async function* storedDigests(
+  store: RunEventStore,
+  runId: string,
+  pageSize = STORED_PAGE_SIZE,
+): AsyncGenerator<readonly RecordDigest[]> {
+  for await (const page of store.pages(runId, { kinds: ['digest'], pageSize }))
+    for (const { payload } of page) yield (payload as unknown as DigestBatch).digests;
+}
+
+/**
+ * `readStoredEvents`, then the digests in a second pass, once the spec and windows are known,
+ * folded (`ReportDigestsAccumulator`): at most `maxDigests` of them are held.
+ */
+export async function readStoredRun(
+  store: RunEventStore,
+  runId: string,
+  pageSize = STORED_PAGE_SIZE,
+  fold: DigestFoldOptions = {},
+): Promise<StoredRun> {
+  const run = await readStoredEvents(store, runId, pageSize);
+  // The whole run's span starts just before its first window (`judgeWholeRun`); without one,
+  // before the first digest's start, which every digest ends after.
+  const firstWindowStart = run.timeline.startMs;
+  const accumulator = new ReportDigestsAccumulator({
+    objectives: tierPolicyFor(run.spec?.slo.tiers).tiers.flatMap((t) => t.objectives),
+    stallMs: fold.stallMs ?? DEFAULT_ROOT_CAUSE_OPTIONS.stallMs,
+    spanFromMs: firstWindowStart === null ? Number.NEGATIVE_INFINITY : firstWindowStart - 1,
+    maxDigests: fold.maxDigests ?? MAX_REPORT_DIGESTS,
+  });
+  for await (const digests of storedDigests(store, runId, pageSize)) accumulator.addDigests(digests);
+  const digests = accumulator.figures();
+  run.timeline.addDigests(digests.held);
+  if (digests.startedAtMin !== null && digests.endedAtMax !== null)
+    run.timeline.addDigestBounds(digests.startedAtMin, digests.endedAtMax);
+  return {
+    ...run,
+    digests,
+    tokenPlacement: { windows: run.timeline.windows, requestEnds: digests.requestEnds },
+  };
+}
+
+/** Every stored kind but digests (folded after), token stats (folded apart) and lifecycle events (read by the finalizer). */
 const READ_BACK_KINDS: readonly StoredKind[] = [
   'shard-command',
   'window',
-  'digest',
   'gpu',
   'semantic',
   'tier',

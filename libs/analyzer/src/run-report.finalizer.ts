@@ -14,17 +14,25 @@ import {
 import {
   assessValidity,
   buildRunReportDocument,
+  foldReportDigests,
   buildRunSummary,
   judgeWholeRun,
   rootCausesOfRun,
   tierPolicyFor,
   withTelemetryLoss,
   type MissingShard,
+  type ReportDigestFigures,
   type RunReportDocument,
   type TokenStatsFigures,
   type TrackedCause,
 } from '@fathom/analysis';
-import { foldStoredTokenStats, readStoredRun, type RunEventStore, type StoredRun } from './run-event.store';
+import {
+  STORED_PAGE_SIZE,
+  foldStoredTokenStats,
+  readStoredRun,
+  type RunEventStore,
+  type StoredRun,
+} from './run-event.store';
 
 const SETTLE_POLL_MS = 200;
 /** The sweep for silent runs looks at most this often (ms). */
@@ -189,8 +197,10 @@ export class RunReportFinalizer {
     const liveCauses = await this.live.finalEvaluation(runId);
     // The whole run, read back from storage a page at a time: the live state keeps only what it
     // still judges, and the token stats are folded as they are read.
-    const stored = await readStoredRun(this.store, runId);
-    const tokenStats = await foldStoredTokenStats(this.store, runId, stored.timeline);
+    const stored = await readStoredRun(this.store, runId, STORED_PAGE_SIZE, {
+      stallMs: this.options.stallMs,
+    });
+    const tokenStats = await foldStoredTokenStats(this.store, runId, stored.tokenPlacement);
     const run = await this.runs.get(runId);
     const { summary, document, validity, rootCauses } = reportOfStoredRun({
       runId,
@@ -226,7 +236,7 @@ export interface StoredRunReportInput {
   /** Shards that never ended (the run is `partial`). */
   readonly missing: readonly number[];
   readonly stored: StoredRun;
-  /** Folded on `stored.timeline` (`foldStoredTokenStats`). */
+  /** Folded on `stored.tokenPlacement` (`foldStoredTokenStats`). */
   readonly tokenStats: TokenStatsFigures;
   /** The live evaluation's ranked causes; null: none live (e.g. after a restart), the stored ones. */
   readonly liveCauses: TrackedCause[] | null;
@@ -244,7 +254,8 @@ export function reportOfStoredRun(input: StoredRunReportInput): {
   const { stored, lifecycle, tokenStats } = input;
   const { timeline, spec, windows, tierChanges, breakerChanges } = stored;
   const tiers = tierPolicyFor(spec?.slo.tiers).tiers;
-  const wholeRun = judgeWholeRun(timeline, tiers, breakerChanges);
+  const digests = digestsStalledFrom(stored, input.stallMs);
+  const wholeRun = judgeWholeRun(timeline, tiers, breakerChanges, digests.wholeRun);
   const rootCauses = rootCausesOfRun(timeline.windows, input.liveCauses ?? causesFromStored(stored.causes));
   const built = buildRunSummary({
     spec,
@@ -261,7 +272,7 @@ export function reportOfStoredRun(input: StoredRunReportInput): {
       stored.detectors.find((s) => s.detector === Detectors.semanticGoodput)?.figures.embedded ?? null,
   });
   const validity = withTelemetryLoss(
-    assessValidity(timeline.windows, timeline.digests, rootCauses.length > 0),
+    assessValidity(timeline.windows, digests.tokenAgreement, rootCauses.length > 0),
     built.telemetry,
   );
   const summary = { ...built, validity };
@@ -279,8 +290,29 @@ export function reportOfStoredRun(input: StoredRunReportInput): {
     gpu: stored.gpu,
     spec,
     tokenStats,
+    digests,
   });
   return { summary, document, validity, rootCauses };
+}
+
+/**
+ * The stored run's digest fold, its stalls counted from `stallMs`: refolded from the held digests
+ * when it was read with another bound and every digest is held; a sampled run cannot be.
+ */
+function digestsStalledFrom(stored: StoredRun, stallMs: number): ReportDigestFigures {
+  const folded = stored.digests;
+  if (folded.stallMs === stallMs) return folded;
+  if (folded.sample)
+    throw new RangeError(
+      `the run's digests were folded with stalls from ${folded.stallMs} ms and sampled: read it back with stallMs ${stallMs}`,
+    );
+  const start = stored.timeline.startMs ?? 0;
+  return foldReportDigests(stored.timeline.digests, {
+    objectives: tierPolicyFor(stored.spec?.slo.tiers).tiers.flatMap((t) => t.objectives),
+    stallMs,
+    spanFromMs: start - 1,
+    maxDigests: Number.POSITIVE_INFINITY,
+  });
 }
 
 /** A shard that never ended: its generator (from its start) and when it was last heard of. */

@@ -13,6 +13,7 @@ export {
   type Quantiles,
 } from './measure/latency-histogram.util';
 export * from './measure/window.recorder';
+export { SeededRandom } from './random/seeded-random';
 export * from './measure/generator-health';
 export * from './measure/record-budget';
 export * from './adaptive/aimd.controller';

@@ -57,6 +57,9 @@ export class RunTimeline {
   private gpuSorted = true;
   /** Start of the first window ever added: pruning never moves it (baselines are anchored on it). */
   private firstWindowStart: number | null = null;
+  /** Bounds of digests folded but not held (`addDigestBounds`). */
+  private foldedStartedAtMin: number | null = null;
+  private foldedEndedAtMax: number | null = null;
 
   addWindow(window: TelemetryWindow): void {
     const key = `${window.generatorId}/${window.shard}/${window.seq}`;
@@ -109,6 +112,15 @@ export class RunTimeline {
     }
   }
 
+  /**
+   * Bounds of digests the timeline does not hold (a report folds a long run's digests and holds a
+   * sample): `startMs` and `latestMs` count them as if they were held.
+   */
+  addDigestBounds(startedAtMin: number, endedAtMax: number): void {
+    this.foldedStartedAtMin = Math.min(this.foldedStartedAtMin ?? startedAtMin, startedAtMin);
+    this.foldedEndedAtMax = Math.max(this.foldedEndedAtMax ?? endedAtMax, endedAtMax);
+  }
+
   addGpu(scrape: GpuTelemetry): void {
     if (scrape.health !== 'ok') return;
     const last = this.gpuList[this.gpuList.length - 1];
@@ -140,9 +152,9 @@ export class RunTimeline {
 
   /** Start of the first window (epoch ms), or the first digest; null before any evidence. */
   get startMs(): number | null {
-    let start: number | null = this.firstWindowStart;
-    if (start === null && this.digestList.length)
-      start = Math.min(...this.digestList.map((d) => d.startedAt));
+    if (this.firstWindowStart !== null) return this.firstWindowStart;
+    let start = this.foldedStartedAtMin;
+    for (const d of this.digestList) start = start === null ? d.startedAt : Math.min(start, d.startedAt);
     return start;
   }
 
@@ -153,6 +165,7 @@ export class RunTimeline {
     for (const w of this.windowsByKey.values()) bump(w.windowStart + w.windowMs);
     const d = this.digests;
     if (d.length) bump(d[d.length - 1].at);
+    if (this.foldedEndedAtMax !== null) bump(this.foldedEndedAtMax);
     return latest;
   }
 

@@ -92,27 +92,31 @@ export function toolContractRatesFromSummary(signals: readonly DetectorSignal[])
   }));
 }
 
-/** Per tool version, the rates over the given digests' tool calls (the analyzer's own verdicts). */
-export function toolContractRatesFromDigests(digests: readonly RecordDigest[]): ToolContractRates[] {
-  const counts = new Map<
-    string,
-    { tool: string; version: string; calls: number; checked: number; passed: number; fallbacks: number }
-  >();
-  for (const d of digests) {
-    for (const c of d.toolCalls ?? []) {
-      const key = `${c.tool}\u0000${c.version}`;
-      let n = counts.get(key);
-      if (!n)
-        counts.set(
-          key,
-          (n = { tool: c.tool, version: c.version, calls: 0, checked: 0, passed: 0, fallbacks: 0 }),
-        );
-      n.calls++;
-      if (c.contractPassed !== null) n.checked++;
-      if (c.contractPassed === true) n.passed++;
-      if (c.fallbackTriggered) n.fallbacks++;
-    }
+/** Per tool version, the counts of the analyzer's own verdicts on tool calls (`addToolCalls`). */
+export type ToolCallCounts = Map<
+  string,
+  { tool: string; version: string; calls: number; checked: number; passed: number; fallbacks: number }
+>;
+
+/** Counts one digest's tool calls. */
+export function addToolCalls(counts: ToolCallCounts, d: RecordDigest): void {
+  for (const c of d.toolCalls ?? []) {
+    const key = `${c.tool}\u0000${c.version}`;
+    let n = counts.get(key);
+    if (!n)
+      counts.set(
+        key,
+        (n = { tool: c.tool, version: c.version, calls: 0, checked: 0, passed: 0, fallbacks: 0 }),
+      );
+    n.calls++;
+    if (c.contractPassed !== null) n.checked++;
+    if (c.contractPassed === true) n.passed++;
+    if (c.fallbackTriggered) n.fallbacks++;
   }
+}
+
+/** Per tool version, the rates of the counted tool calls (the analyzer's own verdicts). */
+export function toolContractRatesOf(counts: ToolCallCounts): ToolContractRates[] {
   return [...counts.values()].map((n) => ({
     tool: n.tool,
     version: n.version,

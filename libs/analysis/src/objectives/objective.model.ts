@@ -12,6 +12,7 @@ import type {
 } from '@fathom/contracts';
 import type { z } from 'zod';
 import type { SpanView } from '../evidence/run-timeline';
+import type { RecordDigest } from '../evidence/record-digest';
 
 export type LatencyMetricName = z.infer<typeof LatencyMetricNameSchema>;
 export type QuantileName = z.infer<typeof QuantileNameSchema>;
@@ -49,8 +50,49 @@ export function objectiveName(o: Objective): string {
 
 const pct = (x: number) => `${(x * 100).toFixed(2)} %`;
 
-/** Judges one objective over one span. */
-export function evaluateObjective(o: Objective, span: SpanView, ctx: ObjectiveContext): ObjectiveResult {
+/** The objectives judged on records (digests) rather than on windows. */
+export type RecordObjective = Extract<Objective, { kind: 'goodput' | 'semantic-goodput' }>;
+
+/** What the record objectives read of a span's digests: counts, so a report can fold them. */
+export interface RecordCounts {
+  /** Records judged and the good ones (`isGoodRecord`). */
+  goodput(o: RecordObjective): { judged: number; good: number };
+  /** Calls on the agent layer and the ok ones. */
+  agentCalls(): { calls: number; ok: number };
+}
+
+/** Good for a goodput objective: succeeded within its latency budgets (and, semantic, no risk segment). */
+export function isGoodRecord(o: RecordObjective, d: RecordDigest): boolean {
+  return (
+    d.ok &&
+    (o.e2eMaxMs === undefined || d.e2eMs <= o.e2eMaxMs) &&
+    // No first-token time (non-streamed): the TTFT budget does not apply, E2E does.
+    (o.kind !== 'goodput' || o.ttftMaxMs === undefined || d.ttftMs === null || d.ttftMs <= o.ttftMaxMs) &&
+    (o.kind !== 'semantic-goodput' || !d.riskSegments)
+  );
+}
+
+/** The record counts of a list of digests, counted when asked. */
+export function recordCountsOf(digests: readonly RecordDigest[]): RecordCounts {
+  return {
+    goodput: (o) => ({ judged: digests.length, good: digests.filter((d) => isGoodRecord(o, d)).length }),
+    agentCalls: () => {
+      const calls = digests.flatMap((d) => d.calls.filter((c) => c.layer === 'agent'));
+      return { calls: calls.length, ok: calls.filter((c) => c.ok).length };
+    },
+  };
+}
+
+/**
+ * Judges one objective over one span; the record objectives on `records` (the span's digests,
+ * or a report's folded counts of them).
+ */
+export function evaluateObjective(
+  o: Objective,
+  span: SpanView,
+  ctx: ObjectiveContext,
+  records: RecordCounts = recordCountsOf(span.digests),
+): ObjectiveResult {
   const name = objectiveName(o);
   const result = (
     value: number | null,
@@ -89,20 +131,9 @@ export function evaluateObjective(o: Objective, span: SpanView, ctx: ObjectiveCo
     }
     case 'goodput':
     case 'semantic-goodput': {
-      const judged = span.digests;
-      if (!judged.length) return result(null, o.min, true, `${o.kind}: no records`);
-      const good = judged.filter(
-        (d) =>
-          d.ok &&
-          (o.e2eMaxMs === undefined || d.e2eMs <= o.e2eMaxMs) &&
-          // No first-token time (non-streamed): the TTFT budget does not apply, E2E does.
-          (o.kind !== 'goodput' ||
-            o.ttftMaxMs === undefined ||
-            d.ttftMs === null ||
-            d.ttftMs <= o.ttftMaxMs) &&
-          (o.kind !== 'semantic-goodput' || !d.riskSegments),
-      ).length;
-      const share = good / judged.length;
+      const { judged, good } = records.goodput(o);
+      if (!judged) return result(null, o.min, true, `${o.kind}: no records`);
+      const share = good / judged;
       const ok = share >= o.min;
       return result(share, o.min, ok, `${o.kind} ${pct(share)} ${ok ? '>=' : '<'} ${pct(o.min)}`);
     }
@@ -123,9 +154,9 @@ export function evaluateObjective(o: Objective, span: SpanView, ctx: ObjectiveCo
       return result(drop, o.max, ok, `intent-accuracy drop ${pct(drop)} ${ok ? '<' : '>='} ${pct(o.max)}`);
     }
     case 'agent-success': {
-      const calls = span.digests.flatMap((d) => d.calls.filter((c) => c.layer === 'agent'));
-      if (!calls.length) return result(null, o.min, true, 'agent success: no agent task in this span');
-      const share = calls.filter((c) => c.ok).length / calls.length;
+      const { calls, ok: succeeded } = records.agentCalls();
+      if (!calls) return result(null, o.min, true, 'agent success: no agent task in this span');
+      const share = succeeded / calls;
       const ok = share > o.min;
       return result(share, o.min, ok, `agent success ${pct(share)} ${ok ? '>' : '<='} ${pct(o.min)}`);
     }

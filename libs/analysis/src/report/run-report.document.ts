@@ -12,6 +12,7 @@ import {
   evaluateObjective,
   kvHitRateVariance,
   type ObjectiveResult,
+  type RecordCounts,
   type TierSpec,
 } from '../objectives/objective.model';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
@@ -19,14 +20,15 @@ import { slowestRequests, telemetryOfPoints, type SlowRequest } from './slowest-
 import { SLO_BREACH_TIER as BREACH_TIER } from '@fathom/contracts';
 import {
   schemaDriftFindings,
-  toolContractRatesFromDigests,
   toolContractRatesFromSummary,
+  toolContractRatesOf,
   type SchemaDriftFinding,
   type ToolContractRates,
 } from '../evidence/tool-drift';
 import { buildRunSeries, type RunSeries } from './run-series';
 import { redactSpec } from './spec-redaction.util';
 import type { TokenStatsFigures } from './token-stats.accumulator';
+import { foldReportDigests, type ReportDigestFigures } from './report-digests.accumulator';
 
 /** Version of the report document's shape; bump on any breaking change. */
 export const RUN_REPORT_DOCUMENT_VERSION = 2;
@@ -121,6 +123,11 @@ export interface RunReportInput {
    * per window and the token samples.
    */
   readonly tokenStats?: TokenStatsFigures;
+  /**
+   * The run's digests folded (`ReportDigestsAccumulator`, on these tiers, `stallMs` and the whole
+   * run's span); absent: folded here from the timeline's digests, every one of the run's.
+   */
+  readonly digests?: ReportDigestFigures;
 }
 
 /** The run judged as a whole: every tier's objectives, and the tier they put the run in. */
@@ -141,13 +148,15 @@ export function judgeWholeRun(
   timeline: RunTimeline,
   tiers: readonly TierSpec[],
   breakerChanges: readonly BreakerChange[],
+  /** The record objectives' counts over the whole run; absent: counted on the timeline's digests. */
+  records?: RecordCounts,
 ): WholeRunVerdict {
   const start = timeline.startMs ?? 0;
   const whole = timeline.span(start - 1, timeline.latestMs ?? start);
   const ctx = { breakerTripsPerMinute: maxTripsPerMinute(breakerChanges) };
   const objectives: Record<string, ObjectiveResult[]> = {};
   for (const tier of tiers)
-    objectives[tier.name] = tier.objectives.map((o) => evaluateObjective(o, whole, ctx));
+    objectives[tier.name] = tier.objectives.map((o) => evaluateObjective(o, whole, ctx, records));
   if (!whole.requests) return { objectives, tier: null, reason: 'no request to judge' };
   const misses: string[] = [];
   for (const tier of tiers) {
@@ -170,15 +179,26 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
   const end = timeline.latestMs ?? start;
   const whole = timeline.span(start - 1, end);
   const trips = input.breakerChanges.filter((b) => b.to === 'open').length;
-  const verdict = judgeWholeRun(timeline, input.tiers, input.breakerChanges);
+  const digests =
+    input.digests ??
+    foldReportDigests(timeline.digests, {
+      objectives: input.tiers.flatMap((t) => t.objectives),
+      stallMs: input.stallMs,
+      spanFromMs: start - 1,
+      maxDigests: Number.POSITIVE_INFINITY,
+    });
+  if (digests.stallMs !== input.stallMs)
+    throw new RangeError(
+      `digests were folded with stalls from ${digests.stallMs} ms, the report counts them from ${input.stallMs} ms: fold them with the report's stallMs`,
+    );
+  const verdict = judgeWholeRun(timeline, input.tiers, input.breakerChanges, digests.wholeRun);
   const objectives = verdict.objectives;
   const detectorSignals: Record<string, number> = {};
   for (const s of timeline.detectors) detectorSignals[s.detector] = (detectorSignals[s.detector] ?? 0) + 1;
-  const digests = timeline.digests;
   const monitorRates = toolContractRatesFromSummary(timeline.detectors);
   const toolRates = monitorRates.length
     ? monitorRates.map((r) => ({ ...r, source: 'semantic-monitor' as const }))
-    : toolContractRatesFromDigests(digests).map((r) => ({ ...r, source: 'analyzer' as const }));
+    : toolContractRatesOf(digests.toolCalls).map((r) => ({ ...r, source: 'analyzer' as const }));
   const variance = kvHitRateVariance(whole);
   const heat = smUtilisationHeatMap(
     timeline.gpu.map((p) => ({
@@ -225,12 +245,9 @@ export function buildRunReportDocument(input: RunReportInput): RunReportDocument
       trips,
     },
     rootCauses: [...input.rootCauses],
-    slowestRequests: slowestRequests(digests, input.gpu ?? telemetryOfPoints(timeline.gpu)),
+    slowestRequests: slowestRequests(digests.slowest, input.gpu ?? telemetryOfPoints(timeline.gpu)),
     semantic: {
-      judgedResponses: digests.filter((d) => d.riskSegments !== null).length,
-      riskyResponses: digests.filter((d) => (d.riskSegments ?? 0) > 0).length,
-      stalledResponses: digests.filter((d) => (d.gapMaxMs ?? 0) >= input.stallMs).length,
-      tokenCountMismatches: digests.filter((d) => (d.tokenMismatch ?? 0) !== 0).length,
+      ...digests.semantic,
       detectorSignals,
       toolContracts: {
         drift: schemaDriftFindings(timeline.detectors).map((f) => ({

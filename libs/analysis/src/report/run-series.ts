@@ -8,6 +8,12 @@ import {
 } from '@fathom/load';
 import { gpuSeries, type GpuPoint } from '../evidence/run-timeline';
 import type { RecordDigest } from '../evidence/record-digest';
+import {
+  foldReportDigests,
+  type DigestSample,
+  type ReportDigestFigures,
+  type ReportDigestOptions,
+} from './report-digests.accumulator';
 import type { GoodputCounts, TokenStatsFigures } from './token-stats.accumulator';
 
 /**
@@ -135,12 +141,19 @@ export interface RunSeries {
   /** The run's sampled records, thinned evenly to `RUN_SERIES_LIMITS.maxRecords`. */
   readonly records: SeriesRecord[];
   readonly recordsTotal: number;
+  /**
+   * Present when the run had more digests than a report holds (`MAX_REPORT_DIGESTS`): `records`
+   * were thinned from this seeded uniform sample of them, not from all `recordsTotal`. Every
+   * other figure of the report counts them all.
+   */
+  readonly recordsSample?: DigestSample;
   readonly semanticFindings: SemanticFinding[];
 }
 
 export interface RunSeriesInput {
   readonly windows: readonly TelemetryWindow[];
-  readonly digests: readonly RecordDigest[];
+  /** The run's digests, or their fold (`ReportDigestsAccumulator`). */
+  readonly digests: readonly RecordDigest[] | ReportDigestFigures;
   readonly gpu: readonly GpuPoint[];
   readonly detectors: readonly DetectorSignal[];
   /**
@@ -166,6 +179,7 @@ export function seriesBuckets(windows: readonly TelemetryWindow[]): { start: num
 /** Builds the report's time series from the run's stored evidence. Pure. */
 export function buildRunSeries(input: RunSeriesInput): RunSeries {
   const windows = dedupe(input.windows);
+  const records = 'held' in input.digests ? input.digests : foldReportDigests(input.digests, SERIES_FOLD);
   const { start, bucketMs } = seriesBuckets(windows);
   const placed = input.tokenStats?.series;
   if (placed && (placed.start !== start || placed.bucketMs !== bucketMs))
@@ -241,14 +255,23 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
       e2e: latencyDistribution(whole.e2e),
       ttft: latencyDistribution(whole.ttft),
       itl: latencyDistribution(whole.itl),
-      outputTokens: tokenDistribution(input.digests.map((d) => d.outputTokens)),
+      outputTokens: tokenDistribution(records.outputTokens),
     },
     tokenSamples: [...(input.tokenStats?.tokenSamples ?? [])],
-    records: thin(input.digests, RUN_SERIES_LIMITS.maxRecords).map(recordRow),
-    recordsTotal: input.digests.length,
+    records: thin(records.held, RUN_SERIES_LIMITS.maxRecords).map(recordRow),
+    recordsTotal: records.total,
+    ...(records.sample ? { recordsSample: records.sample } : {}),
     semanticFindings: semanticFindings(input.detectors),
   };
 }
+
+/** The series reads the records, their count and output tokens of a fold: no objective, no stall bound. */
+const SERIES_FOLD: ReportDigestOptions = {
+  objectives: [],
+  stallMs: Number.POSITIVE_INFINITY,
+  spanFromMs: Number.NEGATIVE_INFINITY,
+  maxDigests: Number.POSITIVE_INFINITY,
+};
 
 function dedupe(windows: readonly TelemetryWindow[]): TelemetryWindow[] {
   const byKey = new Map<string, TelemetryWindow>();
@@ -279,16 +302,21 @@ function latencyDistribution(histogram: Histogram): Distribution {
   return { unit: 'ms', edges, counts: binCountsMs(histogram, edges), total: q.count };
 }
 
-function tokenDistribution(all: readonly number[]): Distribution {
-  const values = all.filter((v) => Number.isFinite(v) && v >= 0);
-  if (values.length === 0) return { unit: 'tokens', edges: [], counts: [], total: 0 };
-  const max = Math.max(...values);
+/** From responses by output tokens (finite, >= 0: `ReportDigestFigures.outputTokens`). */
+function tokenDistribution(byTokens: ReadonlyMap<number, number>): Distribution {
+  if (byTokens.size === 0) return { unit: 'tokens', edges: [], counts: [], total: 0 };
+  let max = 0;
+  let total = 0;
+  for (const [v, n] of byTokens) {
+    max = Math.max(max, v);
+    total += n;
+  }
   const width = Math.max(1, Math.ceil((max + 1) / RUN_SERIES_LIMITS.distributionBins));
   const bins = Math.ceil((max + 1) / width);
   const edges = Array.from({ length: bins + 1 }, (_, i) => i * width);
   const counts = new Array<number>(bins).fill(0);
-  for (const v of values) counts[Math.min(bins - 1, Math.floor(v / width))]++;
-  return { unit: 'tokens', edges, counts, total: values.length };
+  for (const [v, n] of byTokens) counts[Math.min(bins - 1, Math.floor(v / width))] += n;
+  return { unit: 'tokens', edges, counts, total };
 }
 
 function logEdges(min: number, max: number, bins: number): number[] {

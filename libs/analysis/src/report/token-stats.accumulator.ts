@@ -46,11 +46,17 @@ export interface TokenStatsFigures {
   readonly tokenSamples: readonly SeriesTokenSample[];
 }
 
-/** The evidence the accumulator places responses with: the run's windows and record digests, whole. */
-export interface TokenStatsPlacement {
-  readonly windows: readonly TelemetryWindow[];
-  readonly digests: readonly RecordDigest[];
-}
+/**
+ * The evidence the accumulator places responses with: the run's windows, and when each request
+ * ended: its record digests, whole, or where they were folded, every request's end.
+ */
+export type TokenStatsPlacement =
+  | { readonly windows: readonly TelemetryWindow[]; readonly digests: readonly RecordDigest[] }
+  | {
+      readonly windows: readonly TelemetryWindow[];
+      /** Request id -> when it ended (`ReportDigestFigures.requestEnds`). */
+      readonly requestEnds: ReadonlyMap<string, number>;
+    };
 
 /**
  * Folds a run's token stats, fed in stored order a page at a time, into `TokenStatsFigures`:
@@ -74,13 +80,18 @@ export class TokenStatsAccumulator {
   private readonly judgedByBucket = new Map<number, GoodputCounts>();
   private readonly samples: SeriesTokenSample[] = [];
   /** Request id -> when it ended (its digest; the last digest of an id wins). */
-  private readonly endedAt = new Map<string, number>();
+  private readonly endedAt: ReadonlyMap<string, number>;
   private readonly start: number;
   private readonly bucketMs: number;
 
   constructor(placement: TokenStatsPlacement) {
     ({ start: this.start, bucketMs: this.bucketMs } = seriesBuckets(placement.windows));
-    for (const d of placement.digests) if (d.requestId) this.endedAt.set(d.requestId, d.at);
+    if ('requestEnds' in placement) this.endedAt = placement.requestEnds;
+    else {
+      const endedAt = new Map<string, number>();
+      for (const d of placement.digests) if (d.requestId) endedAt.set(d.requestId, d.at);
+      this.endedAt = endedAt;
+    }
   }
 
   /** One stored token-stats signal: a batch, or one record's signal as stored before batching. */

@@ -25,6 +25,36 @@ export const DEFAULT_VALIDITY_OPTIONS: ValidityOptions = {
   minSteadyWindows: 3,
 };
 
+/** Successful responses with a server token count, and those whose count disagrees with the client's. */
+export interface TokenAgreement {
+  counted: number;
+  disagree: number;
+}
+
+/** Counts one digest into `agreement` (a response counts when it succeeded with a server count). */
+export function addTokenAgreement(
+  agreement: TokenAgreement,
+  d: RecordDigest,
+  options: ValidityOptions = DEFAULT_VALIDITY_OPTIONS,
+): void {
+  if (!d.ok || d.tokenMismatch === null) return;
+  agreement.counted++;
+  if (
+    Math.abs(d.tokenMismatch) >
+    Math.max(options.tokenMismatchAbsolute, options.tokenMismatchRelative * d.outputTokens)
+  )
+    agreement.disagree++;
+}
+
+export function tokenAgreementOf(
+  digests: readonly RecordDigest[],
+  options: ValidityOptions = DEFAULT_VALIDITY_OPTIONS,
+): TokenAgreement {
+  const agreement = { counted: 0, disagree: 0 };
+  for (const d of digests) addTokenAgreement(agreement, d, options);
+  return agreement;
+}
+
 /**
  * Whether a run measured the target: the generator was not the bottleneck (its own health per
  * window: `client-bound`, listed first), kept its schedule (k6: dropped iterations;
@@ -34,7 +64,7 @@ export const DEFAULT_VALIDITY_OPTIONS: ValidityOptions = {
  */
 export function assessValidity(
   windows: readonly TelemetryWindow[],
-  digests: readonly RecordDigest[],
+  records: readonly RecordDigest[] | TokenAgreement,
   explainedByCause: boolean,
   options: ValidityOptions = DEFAULT_VALIDITY_OPTIONS,
 ): MeasurementValidity {
@@ -59,21 +89,12 @@ export function assessValidity(
     });
   }
 
-  const counted = digests.filter((d) => d.ok && d.tokenMismatch !== null);
-  const disagree = counted.filter(
-    (d) =>
-      Math.abs(d.tokenMismatch!) >
-      Math.max(options.tokenMismatchAbsolute, options.tokenMismatchRelative * d.outputTokens),
-  );
-  if (counted.length && disagree.length / counted.length > options.maxMismatchShare) {
+  const { counted, disagree } = 'counted' in records ? records : tokenAgreementOf(records, options);
+  if (counted && disagree / counted > options.maxMismatchShare) {
     reasons.push({
       kind: 'token-count-mismatch',
-      detail: `server and client token counts disagree on ${disagree.length}/${counted.length} responses (> ${options.maxMismatchShare * 100} %): tokenizer or usage accounting differs, token rates are not trustworthy`,
-      figures: {
-        disagree: disagree.length,
-        counted: counted.length,
-        share: disagree.length / counted.length,
-      },
+      detail: `server and client token counts disagree on ${disagree}/${counted} responses (> ${options.maxMismatchShare * 100} %): tokenizer or usage accounting differs, token rates are not trustworthy`,
+      figures: { disagree, counted, share: disagree / counted },
     });
   }
 

@@ -8,7 +8,8 @@
  */
 import { CauseThresholds, type RunReportDocument } from '@fathom/analysis';
 import type { CampaignSpecInput } from '@fathom/contracts';
-import { startSimTarget, type FaultSpecInput, type SimTarget } from '@fathom/sim';
+import type { FaultSpecInput } from '@fathom/sim';
+import { startSimProcess, type SimProcess } from './sim-process';
 import { RunEventRepository, RunReportRepository } from '@fathom/storage';
 import type { TelemetryWindow } from '@fathom/contracts';
 import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
@@ -20,7 +21,7 @@ export interface Cell {
   readonly expected: string | null;
   readonly fault: FaultSpecInput | null;
   readonly scenario:
-    CampaignSpecInput['scenario'] | ((sim: SimTarget) => Promise<CampaignSpecInput['scenario']>);
+    CampaignSpecInput['scenario'] | ((sim: SimProcess) => Promise<CampaignSpecInput['scenario']>);
   readonly concurrency: number;
   /** Where the scenario's paths hang off the sim: `/v1` for the OpenAI API, '' for RAG/tools/agents. */
   readonly base: '/v1' | '';
@@ -58,7 +59,7 @@ const QUESTIONS = Array.from(
 const nested = (depth: number) => `${'('.repeat(depth)}answer the innermost question${')'.repeat(depth)}`;
 
 /** A weather step whose declared contract is the sim's own v1.9 document, pinned before the fault. */
-const weatherContract = async (sim: SimTarget): Promise<CampaignSpecInput['scenario']> => {
+const weatherContract = async (sim: SimProcess): Promise<CampaignSpecInput['scenario']> => {
   const doc = (await (await fetch(`${sim.url}/tools/weather/v1.9/openapi.json`)).json()) as Record<
     string,
     unknown
@@ -306,10 +307,8 @@ export async function runCell(
   const t0 = Date.now();
   // A clean target: the simulator's default plants a hallucinated span in a fifth of its answers
   // (keyed by prompt), so without this a hallucination cell's answers were risky before its onset.
-  const sim = await startSimTarget({
-    port: 0,
-    config: { timeScale: options.timeScale, seed, output: { hallucinationRate: 0 } },
-  });
+  // Its own process: see startSimProcess.
+  const sim = await startSimProcess({ timeScale: options.timeScale, seed, output: { hallucinationRate: 0 } });
   try {
     const scenario = typeof cell.scenario === 'function' ? await cell.scenario(sim) : cell.scenario;
     const { runId } = await fathom.campaigns.submit(
@@ -337,7 +336,7 @@ export async function runCell(
       const [min, max] = options.onsetMs;
       const wait = min + seeded(seed)() * (max - min);
       await new Promise((r) => setTimeout(r, wait));
-      sim.faults.set(cell.fault);
+      await sim.setFault(cell.fault);
       onsetAt = Date.now();
     }
     await waitForRun(fathom.runs, runId, { timeoutMs: options.runMs + 60_000 });

@@ -65,10 +65,10 @@ export const CauseThresholds = {
    * Share of the server's own request time spent queued for a batch slot (its
    * `vllm:request_queue_time_seconds` over `vllm:e2e_request_latency_seconds`) at which users
    * feel a standing queue even with no SLO budget and no baseline to jump from (a run over
-   * capacity from its first second). Our choice: at a batch of B, B/4 streams more than it
-   * queue this long (Little's law); checked on the simulator only.
+   * capacity from its first second). Our choice: a tenth, which a batch of B reaches with about
+   * B/9 streams more than it (Little's law); checked on the simulator only.
    */
-  queueTimeShare: 0.2,
+  queueTimeShare: 0.1,
   /**
    * (bench) Host CPU busy share of a generator window from which, with the engine thread's
    * event-loop delay P99 at the client-bound 50 ms, the host is starved and the client's clock

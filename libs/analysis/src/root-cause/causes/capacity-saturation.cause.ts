@@ -97,7 +97,7 @@ export function capacitySaturationCause(ctx: DiagnosisContext, kvPressure: boole
               name: "share of the server's request time spent queued",
               value: CauseThresholds.queueTimeShare,
               source: 'simulator' as const,
-              note: 'our choice (at a batch of B, B/4 streams more than it queue this long), checked on the simulator only',
+              note: 'our choice (a batch of B reaches it with about B/9 streams more than it), checked on the simulator only',
             },
           ]
         : []),

@@ -350,7 +350,7 @@ describe('everyday causes', () => {
       return diagnose(timeline, T0 + 10_000);
     }
 
-    it('names a run over capacity from its first second when the server says requests spent a fifth of their time queued', () => {
+    it('names a run over capacity from its first second when the server says requests spent a third of their time queued', () => {
       const [cause] = overCapacityAllAlong(0.33).filter((c) => c.kind === 'capacity-saturation');
       expect(cause).toBeDefined();
       expect(cause.figures!.serverQueueShare).toBeCloseTo(0.33, 5);

@@ -1,6 +1,11 @@
 import type { Dispatcher, Pool } from 'undici';
 import type { ChatScenario, ErrorClass } from '@fathom/contracts';
-import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
+import {
+  ChatStreamAssembler,
+  CompletionBodyTemplate,
+  SseDecoder,
+  type ParsedChatStream,
+} from '@fathom/semantic';
 import { countOutputTokens } from './output-token-count.util';
 import {
   retryAfterField,
@@ -65,6 +70,8 @@ export class OpenAiChatDriver implements RequestDriver {
    * client the cached text is the request's tail (`content-length`, blank line, body).
    */
   private readonly bodies = new WeakMap<DriverRequest['item'], string>();
+  /** Non-streamed bodies of this target share one template (null when streaming). */
+  readonly bodyTemplate: CompletionBodyTemplate | null;
 
   constructor(
     private readonly scenario: ChatScenario,
@@ -81,6 +88,7 @@ export class OpenAiChatDriver implements RequestDriver {
     );
     this.origin = origin;
     this.path = path;
+    this.bodyTemplate = scenario.stream ? null : new CompletionBodyTemplate();
     this.staticHeaders = [
       'content-type',
       'application/json',
@@ -350,7 +358,10 @@ class ChatCall implements Http1Exchange {
   ) {
     this.startMono = request.startMono;
     this.decoder = driver.streaming ? new SseDecoder() : null;
-    this.assembler = new ChatStreamAssembler({ keepLogprobs: driver.keepLogprobs });
+    this.assembler = new ChatStreamAssembler({
+      keepLogprobs: driver.keepLogprobs,
+      bodyTemplate: driver.bodyTemplate,
+    });
   }
 
   cancel(reason: Error): void {

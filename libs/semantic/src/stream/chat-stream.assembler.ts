@@ -1,4 +1,5 @@
 import type { TokenLogprob } from '@fathom/contracts';
+import type { CompletionBodyTemplate } from './completion-body.template';
 import { StreamParseError, excerpt } from './stream-parse.error';
 
 /** What one `data:` payload contributed. */
@@ -73,6 +74,11 @@ export interface ParsedChatStream {
 export interface ChatStreamAssemblerOptions {
   /** Keep per-token logprobs in the result (default true). Counting happens either way. */
   keepLogprobs?: boolean;
+  /**
+   * Shared by the assemblers of one target's non-streamed responses: a body shaped like an
+   * earlier one is read without JSON.parse (same result; see `CompletionBodyTemplate`).
+   */
+  bodyTemplate?: CompletionBodyTemplate | null;
 }
 
 /**
@@ -150,6 +156,7 @@ function contentOnlyTemplate(chunk: Json, raw: string): ContentTemplate | null {
  */
 export class ChatStreamAssembler {
   private readonly keepLogprobs: boolean;
+  private readonly bodyTemplate: CompletionBodyTemplate | null;
   private readonly choices = new Map<number, ChoiceState>();
   private id: string | null = null;
   private model: string | null = null;
@@ -165,6 +172,7 @@ export class ChatStreamAssembler {
 
   constructor(options: ChatStreamAssemblerOptions = {}) {
     this.keepLogprobs = options.keepLogprobs ?? true;
+    this.bodyTemplate = options.bodyTemplate ?? null;
   }
 
   accept(data: string): StreamStep {
@@ -183,12 +191,14 @@ export class ChatStreamAssembler {
       const step = this.acceptLikeTemplate(this.template, data);
       if (step !== null) return step;
     }
-    const chunk = this.parseJson(data);
+    const matched = this.bodyTemplate === null ? null : this.bodyTemplate.match(data);
+    const chunk = matched ?? this.parseJson(data);
     if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) {
       throw this.fail('unexpected-shape', 'payload is not a JSON object', data);
     }
     const step = this.applyChunk(chunk as Json, data);
     this.template = contentOnlyTemplate(chunk as Json, data);
+    if (matched === null && this.bodyTemplate !== null) this.bodyTemplate.learn(data, chunk);
     return step;
   }
 

@@ -8,11 +8,11 @@
  * Goal (issue 14): flat within 10 % over the long run (from its first minute to its end) and
  * across the short runs (after the first to after the last).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
+import { startSimProcess } from './detection/sim-process';
 
 const longSeconds = Number(process.argv[2] ?? 180);
 const shortRuns = Number(process.argv[3] ?? 20);
@@ -59,35 +59,17 @@ const fmt = (r: Reading) =>
   (r.wasmMb === null ? '' : `  pglite wasm ${r.wasmMb.toFixed(0)} MB`);
 const growth = (from: number, to: number) => `${(((to - from) / from) * 100).toFixed(1)} %`;
 
-async function startSim(): Promise<{ url: string; stop: () => void }> {
-  const port = 19000 + Math.floor(Math.random() * 1000);
-  const configPath = join(tmpdir(), `sim-memory-bench-${process.pid}.yaml`);
-  writeFileSync(configPath, 'timeScale: 0.2\nrag: { initialIndexSize: 0 }\n');
-  const root = join(__dirname, '..');
-  const child = spawn(
-    process.execPath,
-    ['-r', join(__dirname, 'ts-register.js'), join(root, 'apps/sim-target/src/main.ts')],
-    {
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SIM_CONFIG: configPath },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  await new Promise<void>((resolve) =>
-    child.stdout!.on('data', (d: Buffer) => d.toString().includes('listening') && resolve()),
-  );
-  return { url: `http://127.0.0.1:${port}/v1`, stop: () => child.kill('SIGTERM') };
-}
-
 async function main(): Promise<void> {
   if (!(globalThis as { gc?: () => void }).gc)
     console.warn('run with --expose-gc for readings after a full GC');
-  const sim = await startSim();
+  // In its own process, so the simulator's memory is not counted.
+  const sim = await startSimProcess({ timeScale: 0.2, rag: { initialIndexSize: 0 } });
   const dataDir = mkdtempSync(join(tmpdir(), 'fathom-memory-bench-'));
   const fathom = await startEmbedded({ dataDir, logLevels: ['error'] });
   database = fathom.database as typeof database;
   const campaign = (name: string, seconds: number) => ({
     name,
-    target: { baseUrl: sim.url },
+    target: { baseUrl: `${sim.url}/v1` },
     scenario: { type: 'chat', prompts: ['Explain prefix caching in two sentences.'], maxTokens: 32 },
     load: { concurrency: streams, durationMs: seconds * 1000 },
     reruns: { maxReruns: 0, cooldownMs: 0 },
@@ -142,7 +124,7 @@ async function main(): Promise<void> {
       );
   } finally {
     await fathom.close();
-    sim.stop();
+    await sim.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

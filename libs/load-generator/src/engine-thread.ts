@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorkerThread } from '@fathom/semantic';
 import { runShard, type RunShardOptions, type ShardResult, type TelemetrySink } from '@fathom/load';
 import type { EngineCommand, EngineReport, EngineWorkerData } from './engine-thread.protocol';
 import type { ShardControls } from './shard-controls';
@@ -101,13 +100,6 @@ export class ThreadShardHost implements ShardHost {
 const ABORT_GRACE_MS = 10_000;
 
 /**
- * The workspace's one TypeScript bootstrap (libs/testing/src/ts-register.js), for the worker from
- * source (jest, the benches): a worker thread cannot load a .ts entry by itself. Built (dist/),
- * the entry is the compiled .js and no bootstrap runs.
- */
-const TS_REGISTER = join(__dirname, '..', '..', 'testing', 'src', 'ts-register.js');
-
-/**
  * One shard's engine on its own worker thread (`engine.worker`). The thread starts loading the
  * engine when this is made; `bind` gives it its shard, `start` runs it. Records and windows come
  * back in the engine's order and go to the shard's sink unchanged; `result` settles with the
@@ -137,15 +129,7 @@ export class EngineThread implements HostedShard {
     // A caller that awaits `ready` and sees it fail never asks for `result`, and the reverse.
     this.result.catch(() => undefined);
     this.ready.catch(() => undefined);
-    const compiled = __filename.endsWith('.js');
-    const entry = join(__dirname, `engine.worker.${compiled ? 'js' : 'ts'}`);
-    if (!compiled && !existsSync(TS_REGISTER))
-      throw new Error(`no ${TS_REGISTER} to compile the engine worker from source`);
-    this.worker = compiled
-      ? new Worker(entry)
-      : new Worker(`require(${JSON.stringify(TS_REGISTER)}); require(${JSON.stringify(entry)});`, {
-          eval: true,
-        });
+    this.worker = startWorkerThread(__dirname, 'engine.worker');
     // Idle (a spare), the thread must not keep the process alive; `bind` holds it.
     this.worker.unref();
     this.worker.on('message', this.onReport);

@@ -8,3 +8,4 @@ export * from './embedding';
 export * from './monitor';
 export * from './onnx';
 export * from './llm-monitor';
+export * from './worker-thread.util';

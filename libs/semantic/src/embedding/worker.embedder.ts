@@ -1,5 +1,5 @@
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { defaultRestartBackoffMs, startWorkerThread } from '../worker-thread.util';
 import type { Embedder } from './embedder';
 import type {
   EmbedRequest,
@@ -36,17 +36,6 @@ export class EmbedderUnavailableError extends Error {
     this.name = 'EmbedderUnavailableError';
   }
 }
-
-export function defaultRestartBackoffMs(consecutiveDeaths: number): number {
-  return Math.min(1000 * 2 ** (consecutiveDeaths - 1), 30_000);
-}
-
-/**
- * The workspace's one TypeScript bootstrap (libs/testing/src/ts-register.js), for the worker from
- * source (jest, the benches): a worker thread cannot load a .ts entry by itself. Built (dist/),
- * the entry is the compiled .js and no bootstrap runs.
- */
-const TS_REGISTER = join(__dirname, '..', '..', '..', 'testing', 'src', 'ts-register.js');
 
 /**
  * An `Embedder` whose model runs in a `worker_threads` Worker, so an embed call never holds the
@@ -147,18 +136,11 @@ export class WorkerEmbedder implements Embedder {
 
   private spawn(): void {
     this.starts++;
-    const compiled = __filename.endsWith('.js');
-    const entry = join(__dirname, `embedding.worker.${compiled ? 'js' : 'ts'}`);
     const workerData: EmbeddingWorkerData = {
       model: this.options.model,
       batchSize: this.options.batchSize ?? 16,
     };
-    const worker = compiled
-      ? new Worker(entry, { workerData })
-      : new Worker(`require(${JSON.stringify(TS_REGISTER)}); require(${JSON.stringify(entry)});`, {
-          eval: true,
-          workerData,
-        });
+    const worker = startWorkerThread(__dirname, 'embedding.worker', workerData);
     // A worker must not keep the process alive on its own (the service closes it at shutdown).
     worker.unref();
     this.worker = worker;

@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { defaultRestartBackoffMs, startWorkerThread } from '@fathom/semantic';
 import type { MirrorCopyCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
 
 export interface MirrorThreadOptions extends MirrorWorkerData {
@@ -14,26 +13,20 @@ export interface MirrorThreadOptions extends MirrorWorkerData {
 
 /** What became of the copies so far (as of the thread's last report: it may lag by a turn of its loop). */
 export interface MirrorCounts {
+  /** Copies accepted by the receiver, dropped at the cap, failed (receiver down, refused, timed out). */
   copied: number;
   copiesDropped: number;
   copiesFailed: number;
+  /** Copying paused because the receiver said the campaign is not running (404): until then, ms. */
   pausedUntil: number;
+  /** Times the copy thread died and was restarted (its pending copies are in `copiesFailed`). */
   copyWorkerDeaths: number;
+  /** False with no mirror, or while the kill switch is off. */
   mirroring: boolean;
 }
 
-/**
- * The workspace's one TypeScript bootstrap (libs/testing/src/ts-register.js), for the worker from
- * source (jest, the benches): a worker thread cannot load a .ts entry by itself. Built (dist/),
- * the entry is the compiled .js and no bootstrap runs.
- */
-const TS_REGISTER = join(__dirname, '..', '..', '..', '..', 'testing', 'src', 'ts-register.js');
 /** A thread that stayed up this long before dying starts the restart backoff again from 1 s. */
 const STABLE_AFTER_MS = 60_000;
-
-export function defaultMirrorRestartBackoffMs(consecutiveDeaths: number): number {
-  return Math.min(1000 * 2 ** (consecutiveDeaths - 1), 30_000);
-}
 
 /**
  * The shadow gateway's copy thread (`mirror.worker`), seen from the forwarding loop. `offer` is
@@ -130,18 +123,14 @@ export class MirrorThread {
   }
 
   private spawn(): Promise<void> {
-    const compiled = __filename.endsWith('.js');
-    const entry = join(__dirname, `mirror.worker.${compiled ? 'js' : 'ts'}`);
-    if (!compiled && !existsSync(TS_REGISTER))
-      return Promise.reject(new Error(`no ${TS_REGISTER} to compile the mirror worker from source`));
     const { url, token, copyTimeoutMs, pauseOnNotLiveMs, rules } = this.options;
     const workerData: MirrorWorkerData = { url, token, copyTimeoutMs, pauseOnNotLiveMs, rules };
-    const worker = compiled
-      ? new Worker(entry, { workerData })
-      : new Worker(`require(${JSON.stringify(TS_REGISTER)}); require(${JSON.stringify(entry)});`, {
-          eval: true,
-          workerData,
-        });
+    let worker: Worker;
+    try {
+      worker = startWorkerThread(__dirname, 'mirror.worker', workerData);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
     // The gateway's server keeps the process alive; the thread alone must not.
     worker.unref();
     this.worker = worker;
@@ -187,7 +176,7 @@ export class MirrorThread {
     if (this.readySince > 0 && Date.now() - this.readySince >= STABLE_AFTER_MS) this.consecutiveDeaths = 0;
     this.readySince = 0;
     this.consecutiveDeaths++;
-    const backoff = this.options.restartBackoffMs ?? defaultMirrorRestartBackoffMs;
+    const backoff = this.options.restartBackoffMs ?? defaultRestartBackoffMs;
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
       // A thread that dies while starting is handled by onExit again (and restarted later).

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { RedactionRulesSchema } from '@fathom/contracts';
-import { MirrorThread } from './mirror.thread';
+import { MirrorThread, type MirrorCounts } from './mirror.thread';
 
 export interface ShadowGatewayOptions {
   /** Where production clients connect. */
@@ -25,20 +25,11 @@ export interface ShadowGatewayOptions {
   readonly copyTimeoutMs?: number;
 }
 
-export interface ShadowGatewayStats {
+/** The gateway's counts: its own forwarding, and its copy thread's (see `MirrorCounts`). */
+export interface ShadowGatewayStats extends MirrorCounts {
   /** Requests forwarded to the primary, and those the primary could not be reached for (502). */
   forwarded: number;
   primaryUnreachable: number;
-  /** Copies accepted by the receiver, dropped at the cap, failed (receiver down, refused, timed out). */
-  copied: number;
-  copiesDropped: number;
-  copiesFailed: number;
-  /** Copying paused because the receiver said the campaign is not running (404): until then, ms. */
-  pausedUntil: number;
-  /** Times the copy thread died and was restarted (its pending copies are in `copiesFailed`). */
-  copyWorkerDeaths: number;
-  /** False with no mirror, or while the kill switch is off. */
-  mirroring: boolean;
 }
 
 export interface ShadowGateway {

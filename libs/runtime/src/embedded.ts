@@ -1,5 +1,5 @@
 import { createBus } from '@fathom/bus';
-import { openDatabase, RunRepository, type Database } from '@fathom/storage';
+import { openDatabase, RunRepository, snapshotDirFromEnv, type Database } from '@fathom/storage';
 import type { Bus } from '@fathom/bus';
 import type { LogLevel } from '@nestjs/common';
 import { CampaignService } from '@fathom/orchestrator';
@@ -36,7 +36,12 @@ export interface EmbeddedFathom {
 /** All five services in this process, on the in-memory bus and embedded PostgreSQL (PGlite). */
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedFathom> {
   const bus = await createBus({ kind: 'memory' });
-  const database = await openDatabase({ kind: 'pglite', dataDir: options.dataDir });
+  // An in-memory store starts from the cached snapshot of an empty, migrated one (FATHOM_CACHE_DIR).
+  const database = await openDatabase({
+    kind: 'pglite',
+    dataDir: options.dataDir,
+    snapshotDir: snapshotDirFromEnv(process.env),
+  });
   try {
     const fathom = await createFathomApp({
       services: SERVICE_NAMES,

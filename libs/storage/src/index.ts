@@ -2,6 +2,7 @@ export * from './database/database';
 export * from './database/pglite.database';
 export * from './database/postgres.database';
 export * from './database/open-database';
+export * from './database/pglite-snapshot';
 export * from './database/error-code.util';
 export * from './migrations/migrations';
 export * from './migrations/migrator';

@@ -31,6 +31,11 @@ export type PgliteDatabaseConfig = {
   kind: 'pglite';
   /** Directory holding the database files, created when missing; `null` keeps it in memory. */
   dataDir: string | null;
+  /**
+   * In memory only: where a migrated, empty database is cached so later processes skip initdb
+   * (`pglite-snapshot.ts`; `snapshotDirFromEnv` reads the usual place). Absent or `null`: no cache.
+   */
+  snapshotDir?: string | null;
 };
 
 export type PostgresDatabaseConfig = {

@@ -35,6 +35,12 @@ describe(databaseConfigFromEnv.name, () => {
     expect(databaseConfigFromEnv({ FATHOM_DATA_DIR: 'memory://' }, home)).toEqual({
       kind: 'pglite',
       dataDir: null,
+      snapshotDir: '/home/ada/.cache/fathom',
+    });
+    expect(databaseConfigFromEnv({ FATHOM_DATA_DIR: 'memory://', FATHOM_CACHE_DIR: 'off' }, home)).toEqual({
+      kind: 'pglite',
+      dataDir: null,
+      snapshotDir: null,
     });
   });
 

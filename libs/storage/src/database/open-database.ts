@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { migrate } from '../migrations/migrator';
 import type { Database, DatabaseConfig } from './database';
 import { PgliteDatabase } from './pglite.database';
+import { openInMemoryPglite, snapshotDirFromEnv } from './pglite-snapshot';
 import { PostgresDatabase } from './postgres.database';
 
 /** `FATHOM_DATA_DIR` value that keeps the embedded database in memory (PGlite's own prefix). */
@@ -29,7 +30,8 @@ const StorageEnvSchema = z.object({
  * - `DATABASE_URL` set: that PostgreSQL server;
  * - otherwise embedded PGlite in `<FATHOM_DATA_DIR>/db`, where `FATHOM_DATA_DIR` (default
  *   `~/.fathom`) is the root of everything Fathom keeps on disk;
- * - `FATHOM_DATA_DIR=memory://`: PGlite in memory (nothing survives the process).
+ * - `FATHOM_DATA_DIR=memory://`: PGlite in memory (nothing survives the process but the cached
+ *   snapshot of an empty, migrated database that later processes start from: `FATHOM_CACHE_DIR`).
  * Throws with the variable's name when a value is malformed.
  */
 export function databaseConfigFromEnv(
@@ -43,12 +45,16 @@ export function databaseConfigFromEnv(
   }
   const { DATABASE_URL, FATHOM_DATA_DIR } = parsed.data;
   if (DATABASE_URL !== undefined) return { kind: 'postgres', url: DATABASE_URL };
-  if (FATHOM_DATA_DIR === IN_MEMORY_DATA_DIR) return { kind: 'pglite', dataDir: null };
+  if (FATHOM_DATA_DIR === IN_MEMORY_DATA_DIR)
+    return { kind: 'pglite', dataDir: null, snapshotDir: snapshotDirFromEnv(env, home) };
   return { kind: 'pglite', dataDir: join(FATHOM_DATA_DIR ?? join(home, '.fathom'), 'db') };
 }
 
 /** Opens the database `config` names and migrates it to the newest schema before returning. */
 export async function openDatabase(config: DatabaseConfig): Promise<Database> {
+  if (config.kind === 'pglite' && config.dataDir === null) {
+    return (await openInMemoryPglite(config.snapshotDir ?? null)).database;
+  }
   const db: Database =
     config.kind === 'postgres'
       ? await PostgresDatabase.open(config)

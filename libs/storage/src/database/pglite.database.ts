@@ -60,13 +60,23 @@ export class PgliteDatabase implements Database {
     );
   }
 
+  /**
+   * The whole database as a gzipped tarball, which `open(null, { loadDataDir })` starts from
+   * without PostgreSQL's initdb (see `pglite-snapshot.ts`).
+   */
+  async dump(): Promise<Blob> {
+    await this.checkpoint();
+    return this.pglite.dumpDataDir('gzip');
+  }
+
   static async open(
     dataDir: string | null,
-    options: { checkpointEveryMs?: number } = {},
+    options: { checkpointEveryMs?: number; loadDataDir?: Blob } = {},
   ): Promise<PgliteDatabase> {
     if (dataDir !== null) await mkdir(dataDir, { recursive: true });
     try {
       const pglite = await PGlite.create(dataDir ?? undefined, {
+        ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
         startParams: [
           ...PGlite.defaultStartParams,
           ...['-c', `shared_buffers=${PGLITE_SHARED_BUFFERS}`],

@@ -17,4 +17,6 @@ export const ExitCode = {
   aborted: 3,
   /** Ctrl-C: the run was aborted and its partial summary printed (128 + SIGINT, as shells do). */
   interrupted: 130,
+  /** Whoever read the output closed it early (`fathom ... | head`): 128 + SIGPIPE, as shells do. */
+  outputClosed: 141,
 } as const;

@@ -19,6 +19,15 @@ async function main(argv: string[]): Promise<void> {
   await program.parseAsync(argv);
 }
 
+// A reader that stops early (`fathom run --help | head`) closes the pipe: stop quietly, as a
+// Unix tool killed by SIGPIPE would, instead of an unhandled EPIPE with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(ExitCode.outputClosed);
+    throw error;
+  });
+}
+
 main(process.argv).catch((error: unknown) => {
   // A usage error (unknown option, missing argument) could not run: never the code of a failed SLO.
   if (error instanceof CommanderError) {

@@ -29,6 +29,35 @@ describe(applyRunOverrides.name, () => {
     expect(applyRunOverrides(input, {})).toBe(input);
   });
 
+  it('moves the metrics URLs served by the old target with --target, and only those', () => {
+    const input = {
+      ...campaign(),
+      target: {
+        baseUrl: 'http://127.0.0.1:8000/v1',
+        metricsUrls: [
+          'http://127.0.0.1:8000/metrics',
+          'http://127.0.0.1:8000/dcgm/metrics?x=1',
+          'http://gpu:9400/metrics',
+        ],
+      },
+    };
+    expect(applyRunOverrides(input, { target: 'https://10.0.0.1:9000/v1' })).toMatchObject({
+      target: {
+        baseUrl: 'https://10.0.0.1:9000/v1',
+        metricsUrls: [
+          'https://10.0.0.1:9000/metrics',
+          'https://10.0.0.1:9000/dcgm/metrics?x=1',
+          'http://gpu:9400/metrics',
+        ],
+      },
+    });
+    expect(input.target.metricsUrls[0]).toBe('http://127.0.0.1:8000/metrics');
+    // A target that is not a URL leaves them for validation to name.
+    expect(applyRunOverrides(input, { target: 'nope' })).toMatchObject({
+      target: { metricsUrls: input.target.metricsUrls },
+    });
+  });
+
   it('replaces target, concurrency and duration without touching the input', () => {
     const input = campaign();
     const sut = applyRunOverrides(input, {

@@ -13,7 +13,12 @@ const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h
 
 export function addRunOverrideOptions(command: Command): Command {
   return command
-    .addOption(new Option('--target <url>', 'replace target.baseUrl, e.g. http://127.0.0.1:8000/v1'))
+    .addOption(
+      new Option(
+        '--target <url>',
+        "replace target.baseUrl, e.g. http://127.0.0.1:8000/v1 (metrics URLs on the old base URL's host move with it)",
+      ),
+    )
     .addOption(
       new Option('--concurrency <n>', 'replace load.concurrency (virtual users, or the in-flight cap)'),
     )
@@ -54,6 +59,34 @@ function objectAt(parent: Record<string, unknown>, key: string): Record<string, 
   return created;
 }
 
+function originOf(url: unknown): string | null {
+  if (typeof url !== 'string') return null;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The metrics URLs once the target moved from `before` to `after`: those served by the old base
+ * URL's origin (a vLLM server's own /metrics) move to the new origin; others (a DCGM exporter
+ * elsewhere) stay. Anything unparsable is left for validation to name.
+ */
+function movedMetricsUrls(metricsUrls: unknown, before: unknown, after: string): unknown {
+  const from = originOf(before);
+  const to = originOf(after);
+  if (from === null || to === null || from === to || !Array.isArray(metricsUrls)) return metricsUrls;
+  return metricsUrls.map((url: unknown) => {
+    if (typeof url !== 'string' || originOf(url) !== from) return url;
+    const moved = new URL(url);
+    const dest = new URL(to);
+    moved.protocol = dest.protocol;
+    moved.host = dest.host;
+    return moved.toString();
+  });
+}
+
 /**
  * The campaign as read from its file with the flags applied (a copy; the input is not changed).
  * The result is validated as any campaign is, so a flag that makes it invalid is named there.
@@ -67,7 +100,12 @@ export function applyRunOverrides(input: unknown, overrides: RunOverrides): unkn
       'the campaign file is not an object, so --target/--concurrency/--rate/--duration cannot apply',
     );
   const campaign = structuredClone(input) as Record<string, unknown>;
-  if (overrides.target !== undefined) objectAt(campaign, 'target').baseUrl = overrides.target;
+  if (overrides.target !== undefined) {
+    const target = objectAt(campaign, 'target');
+    if ('metricsUrls' in target)
+      target.metricsUrls = movedMetricsUrls(target.metricsUrls, target.baseUrl, overrides.target);
+    target.baseUrl = overrides.target;
+  }
   const load = () => objectAt(campaign, 'load');
   if (overrides.concurrency !== undefined)
     load().concurrency = positiveNumber('--concurrency', overrides.concurrency, true);

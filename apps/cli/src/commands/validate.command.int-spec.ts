@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,5 +75,15 @@ describe('fathom validate FILE, fathom --version', () => {
     const sut = await fathom(['--version']);
     expect(sut.stdout).toBe(`${version}\n`);
     expect(sut.code).toBe(0);
+  });
+  it('stops quietly with 141 when the reader closes its output early (`| head`)', async () => {
+    const child = spawn(process.execPath, [BIN, 'run', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // The read end closes before the child writes its help: its write gets EPIPE.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(stderr).toBe('');
+    expect(code).toBe(141);
   });
 });

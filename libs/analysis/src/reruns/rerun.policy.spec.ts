@@ -144,6 +144,23 @@ describe(measurementInvalidity.name, () => {
     expect(measurementInvalidity(mismatched, undefined)).toMatch(/token-count-mismatch: 6 of 100/);
   });
 
+  it('asks no rerun for a run only too short for a steady state: the same duration is as short again', () => {
+    const short = {
+      kind: 'no-steady-state',
+      detail: 'only 0 full windows after ramp-up (< 3)',
+      figures: { windows: 0 },
+    };
+    const varying = { kind: 'no-steady-state', detail: 'CV 0.4', figures: { cv: 0.4, windows: 8 } };
+    const lost = { kind: 'telemetry-lost', detail: '12 requests missing' };
+    expect(measurementInvalidity(runSummary(), { valid: false, reasons: [short] })).toBeNull();
+    expect(measurementInvalidity(runSummary(), { valid: false, reasons: [varying] })).toBe(
+      'invalid measurement: no-steady-state: CV 0.4',
+    );
+    expect(measurementInvalidity(runSummary(), { valid: false, reasons: [short, lost] })).toBe(
+      'invalid measurement: telemetry-lost: 12 requests missing',
+    );
+  });
+
   it('never reruns an aborted or failed run for its measurement', () => {
     expect(measurementInvalidity({ ...runSummary(), status: 'aborted', dropped: 999 }, undefined)).toBeNull();
   });

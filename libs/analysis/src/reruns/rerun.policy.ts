@@ -79,7 +79,11 @@ export function rerunBackoffMs(rerunsStarted: number, baseMs: number, maxMs: num
  */
 export interface ReportedValidity {
   readonly valid: boolean;
-  readonly reasons: ReadonlyArray<{ readonly kind: string; readonly detail: string }>;
+  readonly reasons: ReadonlyArray<{
+    readonly kind: string;
+    readonly detail: string;
+    readonly figures?: Readonly<Record<string, number>>;
+  }>;
 }
 
 /**
@@ -100,7 +104,20 @@ export function rerunRefusal(validity: ReportedValidity | undefined): string | n
   return bound ? `client-bound, no rerun of the identical spec: ${bound.detail}` : null;
 }
 
-/** Why a finished run's measurement is invalid (a rerun reason), or null when it is valid. */
+/**
+ * A run too short to reach a steady state (too few full windows; not one whose throughput
+ * varied) is as short when rerun with the same duration: that invalidity asks for no rerun.
+ */
+function rerunCannotFix(reason: ReportedValidity['reasons'][number]): boolean {
+  return (
+    reason.kind === 'no-steady-state' && reason.figures !== undefined && reason.figures['cv'] === undefined
+  );
+}
+
+/**
+ * Why a finished run's measurement is invalid (a rerun reason), or null when it is valid or when
+ * only a longer run could make it valid (`rerunCannotFix`).
+ */
 export function measurementInvalidity(
   summary: RunSummary,
   validity: ReportedValidity | undefined,
@@ -108,7 +125,8 @@ export function measurementInvalidity(
   if (summary.status !== 'completed') return null;
   if (validity) {
     if (validity.valid) return null;
-    const reasons = validity.reasons.map((r) => `${r.kind}: ${r.detail}`);
+    if (validity.reasons.length > 0 && validity.reasons.every(rerunCannotFix)) return null;
+    const reasons = validity.reasons.filter((r) => !rerunCannotFix(r)).map((r) => `${r.kind}: ${r.detail}`);
     return `invalid measurement: ${reasons.length ? reasons.join('; ') : 'reported invalid'}`;
   }
   const attempted = summary.requests + summary.dropped;

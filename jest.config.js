@@ -32,6 +32,8 @@ const SERIAL = [
   'test/integration/orchestrator/shadow-live.int-spec.ts',
   // Judges 1 s shadow windows and the analyzer's breaker open time.
   'test/integration/orchestrator/shadow-signals.int-spec.ts',
+  // Same 2 s windows and open time, with the analyzer restarted under an open breaker.
+  'test/integration/analyzer/shadow-breaker-restart.int-spec.ts',
   'libs/load/src/engine/run-shard.sim.int-spec.ts',
   'libs/load/src/driver/rag-retrieve-budget.int-spec.ts',
   'libs/gpu/src/scrape/sim-knee.int-spec.ts',

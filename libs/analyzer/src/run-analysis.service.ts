@@ -3,7 +3,12 @@ import type { Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@fathom/observability';
 import { RunMetrics } from './run.metrics';
 import { InjectBus, consume, subscribeAll, type Bus, type Subscription } from '@fathom/bus';
-import { RunEventRepository, RunReportRepository, RunRepository } from '@fathom/storage';
+import {
+  RunEventRepository,
+  RunReportRepository,
+  RunRepository,
+  ShadowBreakerRepository,
+} from '@fathom/storage';
 import {
   Topics,
   envelope,
@@ -23,6 +28,7 @@ import {
 } from '@fathom/contracts';
 import {
   BreakerBoard,
+  CircuitBreaker,
   DEFAULT_ROOT_CAUSE_OPTIONS,
   DEFAULT_TIER_POLICY,
   RootCauseTracker,
@@ -123,8 +129,6 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RunAnalysisService.name);
   private readonly subscriptions: Subscription[] = [];
   private readonly states = new Map<string, RunState>();
-  /** The candidate breakers of live shadow campaigns, by the signals' run id. */
-  private readonly shadowBreakers = new Map<string, BreakerBoard>();
   /** Signals stored per live shadow campaign since its events were last pruned. */
   private readonly shadowSignalsSincePrune = new Map<string, number>();
   private readonly causeOptions: RootCauseOptions = DEFAULT_ROOT_CAUSE_OPTIONS;
@@ -138,6 +142,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     events: RunEventRepository,
     reports: RunReportRepository,
     runs: RunRepository,
+    private readonly shadowBreakers: ShadowBreakerRepository,
     @Inject(ANALYZER_SETTINGS) settings: AnalyzerSettings,
     @Inject(METRICS_REGISTRY) registry: Registry,
   ) {
@@ -342,6 +347,13 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
    * (`info`) is a passing half-open probe and a regressed one (`warning`) a failing one, so
    * `halfOpenProbes` clean windows in a row close it. No run, tier or root cause: a shadow
    * campaign is judged by its own windows.
+   *
+   * The breaker lives in the store (`shadow_breakers`), not in this process: each window is
+   * judged on the breaker as stored after the previous one, then its changes are published, then
+   * it is stored again. So a restarted analyzer, or the one that takes the campaign's partition
+   * over, goes on from the same state, and a window judged already (a redelivery) is skipped.
+   * Stopped between publishing and storing, the window is judged again on redelivery: the same
+   * changes, with the same ids (derived from the signal's).
    */
   private async onShadowSignal(signal: DetectorSignal): Promise<void> {
     await this.rotateShadowEvents(signal.runId);
@@ -350,15 +362,24 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       this.logger.warn(`shadow signal ${signal.id} names no candidate (labels.target): ignored`);
       return;
     }
-    let board = this.shadowBreakers.get(signal.runId);
-    if (!board) this.shadowBreakers.set(signal.runId, (board = new BreakerBoard()));
     const key = { target, layer: 'llm', node: new URL(target).host };
     const at = signal.emittedAt;
+    const stored = await this.shadowBreakers.get(signal.runId, key);
+    if (stored && at <= stored.judgedUntil) return;
+    const breaker = stored ? CircuitBreaker.restore(stored) : new CircuitBreaker(key);
     const transitions =
       signal.severity === 'critical'
-        ? board.trip(key, at, `${signal.detector}: ${signal.message}`, signal.figures)
-        : board.observe(key, at, signal.severity === 'info', 0);
-    await this.publishBreakers(signal.runId, { campaignId: signal.campaignId }, transitions);
+        ? [breaker.trip(at, `${signal.detector}: ${signal.message}`, signal.figures)].filter(
+            (t) => t !== null,
+          )
+        : breaker.observe(at, signal.severity === 'info', 0);
+    await this.publishBreakers(signal.runId, { campaignId: signal.campaignId }, transitions, signal.id);
+    await this.shadowBreakers.save({
+      runId: signal.runId,
+      ...breaker.snapshot(),
+      judgedUntil: at,
+      lastSignalId: signal.id,
+    });
   }
 
   /** Keeps a live shadow campaign's stored events bounded (see SHADOW_EVENTS_KEPT). */
@@ -456,10 +477,13 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     runId: string,
     state: Pick<RunState, 'campaignId'>,
     transitions: BreakerTransition[],
+    /** The event the transitions follow from, when judging it again must give the same ids. */
+    causeId?: string,
   ): Promise<void> {
-    for (const t of transitions) {
+    for (const [index, t] of transitions.entries()) {
       const event: BreakerChange = {
         ...envelope(state.campaignId, runId, Math.round(t.at)),
+        ...(causeId === undefined ? {} : { id: `${causeId}:breaker:${index}` }),
         breaker: { ...t.key } as BreakerKey,
         from: t.from,
         to: t.to,

@@ -17,3 +17,4 @@ export * from './repositories/alert.repository';
 export * from './repositories/rerun.repository';
 export * from './repositories/schedule.repository';
 export * from './repositories/shadow.repository';
+export * from './repositories/shadow-breaker.repository';

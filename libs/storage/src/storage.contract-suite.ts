@@ -14,6 +14,7 @@ import { AlertRepository } from './repositories/alert.repository';
 import { createRepositories, type StorageRepositories } from './repositories/repositories';
 import { RerunRepository } from './repositories/rerun.repository';
 import { ScheduleRepository } from './repositories/schedule.repository';
+import { ShadowBreakerRepository, type StoredShadowBreaker } from './repositories/shadow-breaker.repository';
 import { ShadowRepository } from './repositories/shadow.repository';
 import { RunNotFoundError } from './repositories/run.repository';
 import { RUN_EVENT_ROWS_PER_STATEMENT, type RunEventRecord } from './repositories/run-event.repository';
@@ -978,6 +979,65 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
           report: null,
           reason: 'primary unreachable',
         });
+      });
+    });
+
+    describe('ShadowBreakerRepository', () => {
+      const key = { target: 'http://127.0.0.1:8003/v1', layer: 'llm', node: '127.0.0.1:8003' };
+      const open = (runId: string): StoredShadowBreaker => ({
+        runId,
+        key,
+        state: 'open',
+        since: 1_700_000_060_000,
+        openedAt: 1_700_000_060_000,
+        outcomes: [],
+        probes: [],
+        paths: [],
+        judgedUntil: 1_700_000_060_000,
+        lastSignalId: uid('signal'),
+      });
+
+      it('stores a breaker per run and key, and reads it back as stored', async () => {
+        const breakers = new ShadowBreakerRepository(db);
+        const runId = uid('shadow-run');
+        expect(await breakers.get(runId, key)).toBeNull();
+        const neverMoved: StoredShadowBreaker = {
+          ...open(runId),
+          state: 'closed',
+          since: 0,
+          openedAt: 0,
+          outcomes: [{ at: 1_700_000_000_001, ok: true, slow: false }],
+          paths: ['/v1/chat/completions'],
+        };
+        expect(await breakers.save(neverMoved)).toBe(true);
+        expect(await breakers.get(runId, key)).toEqual(neverMoved);
+        expect(await breakers.get(runId, { ...key, node: 'elsewhere:1' })).toBeNull();
+        expect(await breakers.get(uid('shadow-run'), key)).toBeNull();
+      });
+
+      it('replaces a breaker with a later judgement, never with an earlier or the same one', async () => {
+        const breakers = new ShadowBreakerRepository(db);
+        const opened = open(uid('shadow-run'));
+        await breakers.save(opened);
+        const halfOpen: StoredShadowBreaker = {
+          ...opened,
+          state: 'half-open',
+          since: 1_700_000_120_000,
+          probes: [{ at: 1_700_000_120_000, ok: true, slow: false }],
+          judgedUntil: 1_700_000_120_000,
+          lastSignalId: uid('signal'),
+        };
+        expect(await breakers.save(halfOpen)).toBe(true);
+        // A late writer (an analyzer that lost the partition) judged an earlier window.
+        expect(await breakers.save({ ...opened, lastSignalId: uid('signal') })).toBe(false);
+        expect(await breakers.save({ ...halfOpen, state: 'closed' })).toBe(false);
+        expect(await breakers.get(opened.runId, key)).toEqual(halfOpen);
+      });
+
+      it('refuses a state that is not a breaker state', async () => {
+        await expect(
+          new ShadowBreakerRepository(db).save({ ...open(uid('shadow-run')), state: 'ajar' as never }),
+        ).rejects.toThrow();
       });
     });
   });

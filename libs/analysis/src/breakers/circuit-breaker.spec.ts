@@ -31,6 +31,56 @@ describe(CircuitBreaker.name, () => {
   });
 });
 
+describe(`${CircuitBreaker.name} rebuilt from its snapshot`, () => {
+  /** A shadow candidate's windows as the analyzer judges them: a trip, clean and regressed windows. */
+  type Step = { at: number } & ({ trip: string } | { ok: boolean });
+  const steps: Step[] = [
+    { at: 60_000, ok: true },
+    { at: 120_000, ok: false },
+    { at: 180_000, trip: 'sustained regression' },
+    { at: 240_000, trip: 'still regressed' },
+    { at: 300_000, ok: true },
+    { at: 360_000, ok: false },
+    { at: 420_000, ok: true },
+    { at: 480_000, ok: true },
+    { at: 540_000, ok: true },
+    { at: 600_000, ok: true },
+  ];
+  const apply = (sut: CircuitBreaker, step: Step) =>
+    'trip' in step
+      ? [sut.trip(step.at, step.trip)].filter((t) => t !== null)
+      : sut.observe(step.at, step.ok, 0);
+
+  it.each(steps.map((_, cut) => cut))(
+    'judges every window after a restart at window %i as the breaker that ran on',
+    (cut) => {
+      const ranOn = new CircuitBreaker(key);
+      const expected = steps.map((step) => apply(ranOn, step));
+      const before = new CircuitBreaker(key);
+      for (const step of steps.slice(0, cut)) apply(before, step);
+      // Through JSON, as the store keeps it.
+      const sut = CircuitBreaker.restore(JSON.parse(JSON.stringify(before.snapshot())));
+
+      expect(sut.snapshot()).toEqual(before.snapshot());
+      expect(steps.slice(cut).map((step) => apply(sut, step))).toEqual(expected.slice(cut));
+      expect(sut.snapshot()).toEqual(ranOn.snapshot());
+    },
+  );
+
+  it('keeps an open breaker open, since the window that opened it, and closes it after its probes', () => {
+    const before = new CircuitBreaker(key);
+    before.trip(180_000, 'sustained regression');
+    const sut = CircuitBreaker.restore(before.snapshot());
+
+    expect(sut.snapshot()).toMatchObject({ state: 'open', since: 180_000, openedAt: 180_000 });
+    expect(sut.trip(240_000, 'still regressed')).toBeNull();
+    expect([0, 1, 2].flatMap((i) => sut.observe(300_000 + 60_000 * i, true, 0)).map((t) => t.to)).toEqual([
+      'half-open',
+      'closed',
+    ]);
+  });
+});
+
 describe(BreakerBoard.name, () => {
   it('counts trips per minute per node', () => {
     const sut = new BreakerBoard();

@@ -47,10 +47,26 @@ export interface BreakerTransition {
   readonly figures: Record<string, number>;
 }
 
-interface Outcome {
-  at: number;
-  ok: boolean;
-  slow: boolean;
+/** One judged call (or, for a shadow candidate, one judged window), at its event time (ms). */
+export interface BreakerOutcome {
+  readonly at: number;
+  readonly ok: boolean;
+  readonly slow: boolean;
+}
+
+/**
+ * Everything a breaker judges from, to rebuild it in another process (`CircuitBreaker.restore`):
+ * the state, since when (event time of its last transition, 0: never moved), when it last
+ * opened, and the outcomes it still judges (closed: its window; half-open: the probes so far).
+ */
+export interface BreakerSnapshot {
+  readonly key: BreakerKey;
+  readonly state: BreakerState;
+  readonly since: number;
+  readonly openedAt: number;
+  readonly outcomes: readonly BreakerOutcome[];
+  readonly probes: readonly BreakerOutcome[];
+  readonly paths: readonly string[];
 }
 
 /**
@@ -59,10 +75,11 @@ interface Outcome {
  * make them: in half-open it judges the next `halfOpenProbes` calls that arrive.
  */
 export class CircuitBreaker {
-  private outcomes: Outcome[] = [];
+  private outcomes: BreakerOutcome[] = [];
   private stateValue: BreakerState = 'closed';
+  private since = 0;
   private openedAt = 0;
-  private probes: Outcome[] = [];
+  private probes: BreakerOutcome[] = [];
   readonly paths = new Set<string>();
 
   constructor(
@@ -70,8 +87,32 @@ export class CircuitBreaker {
     private readonly config: BreakerConfig = DEFAULT_BREAKER_CONFIG,
   ) {}
 
+  /** The breaker `snapshot` described: it judges what comes next as that one would have. */
+  static restore(snapshot: BreakerSnapshot, config: BreakerConfig = DEFAULT_BREAKER_CONFIG): CircuitBreaker {
+    const breaker = new CircuitBreaker({ ...snapshot.key }, config);
+    breaker.stateValue = snapshot.state;
+    breaker.since = snapshot.since;
+    breaker.openedAt = snapshot.openedAt;
+    breaker.outcomes = snapshot.outcomes.map((o) => ({ ...o }));
+    breaker.probes = snapshot.probes.map((o) => ({ ...o }));
+    for (const path of snapshot.paths) breaker.paths.add(path);
+    return breaker;
+  }
+
   get state(): BreakerState {
     return this.stateValue;
+  }
+
+  snapshot(): BreakerSnapshot {
+    return {
+      key: { ...this.key },
+      state: this.stateValue,
+      since: this.since,
+      openedAt: this.openedAt,
+      outcomes: this.outcomes.map((o) => ({ ...o })),
+      probes: this.probes.map((o) => ({ ...o })),
+      paths: [...this.paths].sort(),
+    };
   }
 
   /** Moves open -> half-open once `openMs` has passed. */
@@ -154,6 +195,7 @@ export class CircuitBreaker {
   ): BreakerTransition {
     const from = this.stateValue;
     this.stateValue = to;
+    this.since = at;
     return { key: this.key, at, from, to, reason, paths: [...this.paths].sort(), figures };
   }
 }

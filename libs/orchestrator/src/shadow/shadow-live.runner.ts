@@ -76,9 +76,9 @@ const ANALYZER_PROBED_GROUPS = 8;
  *   windows, so a window must still be judged (a group with 5 samples) or the breaker never
  *   closes. Half-open gets the same trickle, not the whole rate: the analyzer closes after
  *   clean windows whatever their size, and a candidate still regressed reopens it at the first
- *   window, having seen a trickle. The analyzer keeps these breakers in memory: restarted while
- *   one was open, it publishes no close, and the campaign stays on the trickle until the next
- *   change it hears (a regression that trips the new breaker, then its recovery);
+ *   window, having seen a trickle. The analyzer keeps these breakers in the store, so one
+ *   restarted (or taking the campaign's partition over) goes on from the state this runner
+ *   last heard, and announces no change it did not make;
  * - after `stop()` no new replay starts and those in flight are aborted: mirroring stops at
  *   once (the kill switch);
  * - memory is bounded: the current window's samples, a 5,000-sample reservoir for the hour,

@@ -220,4 +220,30 @@ export const MIGRATIONS: readonly Migration[] = [
       `DROP INDEX shadow_samples_campaign_idx`,
     ],
   },
+  {
+    version: 9,
+    name: 'shadow-breakers',
+    statements: [
+      // The analyzer's breaker on a live shadow campaign's candidate, one row per breaker, written
+      // after each window it judges: a restarted analyzer, or the one that takes the campaign's
+      // partition over, goes on from it. Not in run_events: those keep the newest 1,440 per
+      // campaign, and a breaker open for longer would lose the change that opened it.
+      `CREATE TABLE shadow_breakers (
+         run_id          text NOT NULL,
+         target          text NOT NULL,
+         layer           text NOT NULL,
+         node            text NOT NULL,
+         state           text NOT NULL CHECK (state IN ('closed', 'open', 'half-open')),
+         since           timestamptz,
+         opened_at       timestamptz,
+         outcomes        jsonb NOT NULL,
+         probes          jsonb NOT NULL,
+         paths           jsonb NOT NULL,
+         judged_until    timestamptz NOT NULL,
+         last_signal_id  text NOT NULL,
+         updated_at      timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (run_id, target, layer, node)
+       )`,
+    ],
+  },
 ];

@@ -8,6 +8,7 @@ import { RunEventRepository } from '../repositories/run-event.repository';
 import { RunReportRepository } from '../repositories/run-report.repository';
 import { RunRepository } from '../repositories/run.repository';
 import { ScheduleRepository } from '../repositories/schedule.repository';
+import { ShadowBreakerRepository } from '../repositories/shadow-breaker.repository';
 import { ShadowRepository } from '../repositories/shadow.repository';
 
 /** Every repository over the one database; each is built as `new X(database)`. */
@@ -21,6 +22,7 @@ const REPOSITORIES = [
   ScheduleRepository,
   RerunRepository,
   ShadowRepository,
+  ShadowBreakerRepository,
 ] as const;
 import { HealthRegistry } from '@fathom/observability';
 

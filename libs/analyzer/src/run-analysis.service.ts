@@ -28,7 +28,6 @@ import {
 } from '@fathom/contracts';
 import {
   BreakerBoard,
-  CircuitBreaker,
   DEFAULT_ROOT_CAUSE_OPTIONS,
   DEFAULT_TIER_POLICY,
   RootCauseTracker,
@@ -57,6 +56,7 @@ import {
 import { RunReportFinalizer, stripNamedAt, type LiveRuns } from './run-report.finalizer';
 import { isStaleShardCommand } from '@fathom/contracts';
 import { ANALYZER_SETTINGS, type AnalyzerSettings } from './analyzer.settings';
+import { judgeShadowWindow, shadowBreakerKey } from './shadow-breaker.util';
 
 /** Live verdicts are recomputed at most this often per run (ms). */
 const EVALUATE_EVERY_MS = 500;
@@ -342,11 +342,9 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * A live shadow campaign's window verdict, on the candidate's breaker (layer `llm`): a
-   * sustained regression (`critical`) opens it; after the breaker's open time, each clean window
-   * (`info`) is a passing half-open probe and a regressed one (`warning`) a failing one, so
-   * `halfOpenProbes` clean windows in a row close it. No run, tier or root cause: a shadow
-   * campaign is judged by its own windows.
+   * A live shadow campaign's window verdict, on the candidate's breaker (`judgeShadowWindow`):
+   * after the breaker's open time, `halfOpenProbes` clean windows in a row close it. No run, tier
+   * or root cause: a shadow campaign is judged by its own windows.
    *
    * The breaker lives in the store (`shadow_breakers`), not in this process: each window is
    * judged on the breaker as stored after the previous one, then its changes are published, then
@@ -357,29 +355,20 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
    */
   private async onShadowSignal(signal: DetectorSignal): Promise<void> {
     await this.rotateShadowEvents(signal.runId);
-    const target = signal.labels?.['target'];
-    if (!target || !URL.canParse(target)) {
+    const key = shadowBreakerKey(signal);
+    if (!key) {
       this.logger.warn(`shadow signal ${signal.id} names no candidate (labels.target): ignored`);
       return;
     }
-    const key = { target, layer: 'llm', node: new URL(target).host };
-    const at = signal.emittedAt;
-    const stored = await this.shadowBreakers.get(signal.runId, key);
-    if (stored && at <= stored.judgedUntil) return;
-    const breaker = stored ? CircuitBreaker.restore(stored) : new CircuitBreaker(key);
-    const transitions =
-      signal.severity === 'critical'
-        ? [breaker.trip(at, `${signal.detector}: ${signal.message}`, signal.figures)].filter(
-            (t) => t !== null,
-          )
-        : breaker.observe(at, signal.severity === 'info', 0);
-    await this.publishBreakers(signal.runId, { campaignId: signal.campaignId }, transitions, signal.id);
-    await this.shadowBreakers.save({
-      runId: signal.runId,
-      ...breaker.snapshot(),
-      judgedUntil: at,
-      lastSignalId: signal.id,
-    });
+    const judged = judgeShadowWindow(await this.shadowBreakers.get(signal.runId, key), key, signal);
+    if (!judged) return;
+    await this.publishBreakers(
+      signal.runId,
+      { campaignId: signal.campaignId },
+      judged.transitions,
+      signal.id,
+    );
+    await this.shadowBreakers.save(judged.breaker);
   }
 
   /** Keeps a live shadow campaign's stored events bounded (see SHADOW_EVENTS_KEPT). */

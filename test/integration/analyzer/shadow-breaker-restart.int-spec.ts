@@ -20,8 +20,9 @@ const CONCURRENCY = 8;
  * orchestrator and the analyzer run as two apps on one bus and one store (PGlite); a candidate
  * that hallucinates on every answer opens the breaker, the analyzer is replaced by a new
  * instance, and the candidate, still regressed, stays shed to the probe trickle with no change
- * announced (no second `closed -> open`); once it recovers, the new analyzer closes the breaker
- * the old one opened, and the campaign's report tells one story: open, half-open, closed.
+ * announced (no second `closed -> open`); once it recovers, the new analyzer half-opens the
+ * breaker the old one opened, a third one (replaced mid-probe) closes it, and the campaign's
+ * report tells one story: open, half-open, closed.
  */
 describe('shadow breaker across an analyzer restart', () => {
   let primary: SimTarget;
@@ -35,6 +36,10 @@ describe('shadow breaker across an analyzer restart', () => {
 
   const startAnalyzer = async () => {
     analyzer = await createFathomApp({ services: ['analyzer'], bus, database: db, logLevels: false });
+  };
+  const restartAnalyzer = async () => {
+    await analyzer?.close();
+    await startAnalyzer();
   };
 
   beforeAll(async () => {
@@ -147,8 +152,7 @@ describe('shadow breaker across an analyzer restart', () => {
       const openedAt = opened.analyzerBreaker!.changes[0].at;
 
       // A new analyzer on the same store takes over.
-      await analyzer!.close();
-      await startAnalyzer();
+      await restartAnalyzer();
       const restartedAt = Date.now();
 
       // Still regressed: three windows judged since (each a group of 5 or more samples); the
@@ -177,10 +181,19 @@ describe('shadow breaker across an analyzer restart', () => {
         since: openedAt,
       });
 
-      // The candidate recovers: the new analyzer probes the breaker the old one opened and closes it.
+      // The candidate recovers: the new analyzer probes the breaker the old one opened. Replaced
+      // again after the first passing probe, the third analyzer goes on from that probe: two
+      // more clean windows close the breaker (a fresh one would never close: clean windows on a
+      // closed breaker change nothing).
       expect(
         (await fetch(`${candidate.url}/sim/faults/hallucination_rate`, { method: 'DELETE' })).status,
       ).toBe(200);
+      await until(
+        id,
+        'the breaker half-opens',
+        async () => (await live(id))?.analyzerBreaker?.state === 'half-open',
+      );
+      await restartAnalyzer();
       await until(
         id,
         'the breaker closes',

@@ -202,6 +202,23 @@ describe(ShadowLiveRunner.name, () => {
     expect(replayed).toHaveLength(40);
   });
 
+  it('counts a breaker change published twice (an analyzer restarted before storing it) once', () => {
+    const change = {
+      ...envelope(ID, shadowRunId(ID)),
+      breaker: { target: 'http://candidate:8000/v1', layer: 'llm', node: 'candidate:8000' },
+      from: 'closed',
+      to: 'open',
+      reason: 'shadow-regression: refusals +0.5',
+    } satisfies BreakerChange;
+    bus.deliver(Topics.breaker.name, change);
+    bus.deliver(Topics.breaker.name, { ...change });
+    expect(sut.snapshot().analyzerBreaker?.changes.map((c) => `${c.from} -> ${c.to}`)).toEqual([
+      'closed -> open',
+    ]);
+    breaker('open', 'half-open');
+    expect(sut.snapshot().analyzerBreaker?.changes).toHaveLength(2);
+  });
+
   it('ignores breaker changes of other runs and campaigns', () => {
     breaker('closed', 'open', 'some-load-run');
     breaker('closed', 'open', shadowRunId('another-shadow'));

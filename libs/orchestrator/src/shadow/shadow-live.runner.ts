@@ -103,6 +103,8 @@ export class ShadowLiveRunner {
   private breakerOpenUntil = 0;
   private regressedInARow = 0;
   private stopped = false;
+  /** Ids of the latest analyzer breaker changes heard (a redelivered one is skipped). */
+  private heardBreakerChanges: string[] = [];
   private status: {
     offered: number;
     replayed: number;
@@ -184,6 +186,10 @@ export class ShadowLiveRunner {
 
   private onBreaker(change: BreakerChange): void {
     if (change.runId !== shadowRunId(this.id)) return;
+    // An analyzer that crashed after publishing a change and before storing its breaker publishes
+    // it again, with the same id (derived from the judged signal's): heard once, counted once.
+    if (this.heardBreakerChanges.includes(change.id)) return;
+    this.heardBreakerChanges = [...this.heardBreakerChanges, change.id].slice(-50);
     const { emittedAt: at, from, to, reason } = change;
     this.status.analyzerBreaker = {
       state: to,

@@ -6,7 +6,12 @@
 // per round and their ratios (Fathom / peer), and Fathom's RSS over time. Figures, never a test.
 //
 // Usage: node bench/fullstack/bench.js [--seconds 10] [--concurrency 16] [--rounds 3]
-//          [--modes json,stream] [--long-seconds 60 | --long]   (--long: a 10-minute memory run)
+//          [--modes json,stream] [--long-seconds 60 | --long] [--port N] [--dyed-peer]
+//   --long: a 10-minute memory run; --port: the target's port (default a random one in
+//   18600-19599); --dyed-peer: non-streamed, a second autocannon peer that sends the request
+//   headers Fathom sends (accept, traceparent, x-fathom-run, x-fathom-request), so the target
+//   parses the same request from both (they cost it ~15 % of its throughput here).
+
 // Needs `npm run build` first (the CLI runs from dist/).
 'use strict';
 const { spawn, spawnSync } = require('node:child_process');
@@ -28,7 +33,7 @@ const root = join(here, '..', '..');
 const tmp = mkdtempSync(join(tmpdir(), 'fathom-fullstack-'));
 const clientCore = '0';
 const targetCore = cpus().length > 1 ? '1' : '0';
-const port = 18600 + Math.floor(Math.random() * 1000);
+const port = Number(arg('port', 18600 + Math.floor(Math.random() * 1000)));
 const url = `http://127.0.0.1:${port}/v1`;
 
 function startTarget() {
@@ -44,7 +49,7 @@ function startTarget() {
 
 /** The peers of a mode: autocannon non-streamed; streamed, the bare reader and the parsing reader. */
 const PEERS = {
-  json: [['peer-autocannon.js']],
+  json: [['peer-autocannon.js'], ...(process.argv.includes('--dyed-peer') ? [['peer-autocannon.js', 'dyed']] : [])],
   stream: [
     ['peer-sse.js', 'bare'],
     ['peer-sse.js', 'parse'],

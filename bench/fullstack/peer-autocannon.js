@@ -1,15 +1,25 @@
 // The non-streamed peer: autocannon, same body and concurrency as Fathom's campaign.
-// Usage: node peer-autocannon.js URL CONCURRENCY SECONDS. Prints one JSON line.
+// Usage: node peer-autocannon.js URL CONCURRENCY SECONDS [dyed]. Prints one JSON line.
+// dyed: also the headers Fathom adds to each request (its accept header and traffic dyeing:
+// traceparent, x-fathom-run, x-fathom-request), at the lengths Fathom's have; autocannon sends
+// the same values every time (a constant request), Fathom new ids per request.
 'use strict';
 const autocannon = require('autocannon');
-const [url, concurrency, seconds] = process.argv.slice(2);
+const [url, concurrency, seconds, variant] = process.argv.slice(2);
+const runId = '8951257f-b8db-4783-b1ef-2e871da51cdb';
+const dyeing = {
+  accept: 'application/json',
+  traceparent: '00-0af7651916cd43dd8448eb211c80319c-0000000000000123-01',
+  'x-fathom-run': runId,
+  'x-fathom-request': `${runId}-0-123456`,
+};
 // autocannon's own histogram keeps whole milliseconds; its 'response' event has the float time.
 const times = [];
 const instance = autocannon(
   {
     url: `${url}/chat/completions`,
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(variant === 'dyed' ? dyeing : {}) },
     body: JSON.stringify({
       model: 'bench',
       messages: [{ role: 'user', content: 'hello' }],
@@ -23,7 +33,7 @@ const instance = autocannon(
     if (err) throw err;
     console.log(
       JSON.stringify({
-        tool: 'autocannon',
+        tool: variant === 'dyed' ? 'autocannon-dyed' : 'autocannon',
         requests: r.requests.total,
         errors: r.errors + r.non2xx,
         requestsPerSec: r.requests.total / Number(seconds),

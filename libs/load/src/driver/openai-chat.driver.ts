@@ -15,6 +15,7 @@ import {
 } from './request-outcome';
 import { classifyError, errorText, httpErrorClass } from './error-class.util';
 import { targetPath } from './target-url.util';
+import { Utf8BodyText } from './utf8-body.util';
 import type { MediaPart } from '../dataset/prompt-item';
 import { Http1Client, type Http1Connection, type Http1Exchange } from '../transport/http1.client';
 import { postTransport } from '../transport/post.transport';
@@ -346,9 +347,8 @@ class ChatCall implements Http1Exchange {
   private serverRequestId: string | undefined = undefined;
   /** The answer's `Retry-After` header, raw (a 429 or 503 may carry one). */
   private retryAfter: string | undefined = undefined;
-  /** Non-streamed body (or error body, up to ERROR_BODY_CAP bytes), decoded once at the end. */
-  private readonly parts: Buffer[] = [];
-  private partBytes = 0;
+  /** Non-streamed body (or error body, up to ERROR_BODY_CAP bytes). */
+  private readonly body = new Utf8BodyText();
   private abortDispatch: ((reason: Error) => void) | null = null;
 
   constructor(
@@ -386,21 +386,20 @@ class ChatCall implements Http1Exchange {
   }
 
   /**
-   * Body bytes are copied (the client reuses its read buffer after the call). Stream bytes are
-   * parsed later, by the backlog, with the offset of the read that carried them.
+   * The client reuses its read buffer after the call: stream bytes are copied and parsed later,
+   * by the backlog, with the offset of the read that carried them; a body is decoded or copied
+   * by `Utf8BodyText`.
    */
   onResponseBody(bytes: Buffer, start: number, end: number, readMono: number): void {
     if (this.settled) return;
-    const streamed = this.httpClass === null && this.decoder !== null;
-    if (!streamed && this.httpClass !== null && this.partBytes >= ERROR_BODY_CAP) return;
-    const part = Buffer.allocUnsafe(end - start);
-    bytes.copy(part, 0, start, end);
-    if (streamed) {
+    if (this.httpClass === null && this.decoder !== null) {
+      const part = Buffer.allocUnsafe(end - start);
+      bytes.copy(part, 0, start, end);
       this.driver.backlog.push(this, part, readMono - this.startMono);
       return;
     }
-    this.parts.push(part);
-    this.partBytes += part.length;
+    if (this.httpClass !== null && this.body.bytes >= ERROR_BODY_CAP) return;
+    this.body.add(bytes, start, end);
   }
 
   onResponseEnd(readMono: number): void {
@@ -438,10 +437,7 @@ class ChatCall implements Http1Exchange {
     if (this.settled) return true;
     const at = performance.now() - this.startMono;
     if (this.httpClass !== null || this.decoder === null) {
-      if (this.httpClass === null || this.partBytes < ERROR_BODY_CAP) {
-        this.parts.push(chunk);
-        this.partBytes += chunk.length;
-      }
+      if (this.httpClass === null || this.body.bytes < ERROR_BODY_CAP) this.body.addOwned(chunk);
       return true;
     }
     this.streamBytes(chunk, at);
@@ -483,7 +479,7 @@ class ChatCall implements Http1Exchange {
         ttftMs: null,
         chunkOffsetsMs,
         errorClass: this.httpClass,
-        errorMessage: `HTTP ${this.status}: ${this.bodyText().slice(0, ERROR_BODY_CAP)}`,
+        errorMessage: `HTTP ${this.status}: ${this.body.text().slice(0, ERROR_BODY_CAP)}`,
         inputTokensClient,
         outputTokensClient: 0,
         usage: null,
@@ -500,7 +496,7 @@ class ChatCall implements Http1Exchange {
           if (assembler.accept(payloads[i]).contentDelta !== '') chunkOffsetsMs.push(end);
         }
       } else {
-        assembler.accept(this.bodyText());
+        assembler.accept(this.body.text());
       }
     } catch (error) {
       this.fail(error);
@@ -521,12 +517,6 @@ class ChatCall implements Http1Exchange {
     if (truncated)
       outcome.errorMessage = `stream ended without [DONE] or finish_reason (${parsed.termination})`;
     this.settle(outcome);
-  }
-
-  private bodyText(): string {
-    const parts = this.parts;
-    if (parts.length === 0) return '';
-    return (parts.length === 1 ? parts[0] : Buffer.concat(parts)).toString('utf8');
   }
 
   private fail(error: unknown): void {

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import {
+  HISTOGRAM_MAX_US,
   binCountsMs,
   countsAtOrBelowUs,
   decodeHistogram,
@@ -13,6 +14,33 @@ import {
 const latencies = fc.array(fc.double({ min: 0.001, max: 600_000, noNaN: true }), {
   minLength: 1,
   maxLength: 300,
+});
+
+describe(recordMs.name, () => {
+  it('leaves a histogram exactly as recordValue of the rounded, clamped microseconds does', () => {
+    const ms = fc.oneof(
+      fc.double({ min: -1, max: 4_000_000_000, noNaN: true }),
+      // Around every power of two of microseconds, where the bucket changes.
+      fc.tuple(fc.integer({ min: 0, max: 31 }), fc.integer({ min: -2, max: 2 })).map(([k, d]) => (2 ** k + d) / 1000),
+    );
+    fc.assert(
+      fc.property(fc.array(ms, { minLength: 1, maxLength: 200 }), (values) => {
+        const fast = newLatencyHistogram();
+        const reference = newLatencyHistogram();
+        for (const v of values) {
+          recordMs(fast, v);
+          const us = Math.round(v * 1000);
+          reference.recordValue(Math.min(HISTOGRAM_MAX_US, Math.max(1, us)));
+        }
+        expect(fast.totalCount).toBe(reference.totalCount);
+        expect(fast.maxValue).toBe(reference.maxValue);
+        expect(fast.minNonZeroValue).toBe(reference.minNonZeroValue);
+        expect(encodeHistogram(fast)).toBe(encodeHistogram(reference));
+        expect(fast.getValueAtPercentile(50)).toBe(reference.getValueAtPercentile(50));
+      }),
+      { numRuns: 500 },
+    );
+  });
 });
 
 describe(tailQuantilesMs.name, () => {

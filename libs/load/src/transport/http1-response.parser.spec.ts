@@ -303,3 +303,54 @@ describe(Http1ResponseParser.name, () => {
     expect(Buffer.concat(sink.parts).toString()).toBe('ab');
   });
 });
+
+describe('Http1ResponseParser on a kept-alive connection', () => {
+  /** Heads that differ in framing, connection, ids and Retry-After; drawn again and again. */
+  const heads = [
+    'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n',
+    'HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-request-id: a\r\n\r\n',
+    'HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-sim-request-id: b\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n',
+    'HTTP/1.1 429 Too Many\r\nRetry-After: 2\r\nContent-Length: 5\r\n\r\n',
+    'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n',
+    'HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\n',
+    'HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n',
+  ];
+  const bodyOf = (head: string) =>
+    head.includes('chunked') ? '5\r\nhello\r\n0\r\n\r\n' : head.includes('204') ? '' : 'hello';
+
+  it('reads every response as a fresh parser does, however often a head repeats', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: heads.length - 1 }), { minLength: 1, maxLength: 12 }), (picks) => {
+        const kept = new Collector();
+        const sut = new Http1ResponseParser(kept);
+        for (const pick of picks) {
+          const input = Buffer.from(heads[pick] + bodyOf(heads[pick]), 'latin1');
+          const before = kept.heads.length;
+          const end = sut.execute(input, 0, input.length, 0);
+          const fresh = parse(input);
+          expect(sut.complete).toBe(true);
+          expect(end).toBe(fresh.endAt);
+          expect(sut.keepAlive).toBe(fresh.keepAlive);
+          expect(sut.status).toBe(fresh.heads[0].status);
+          expect(kept.heads.slice(before)).toEqual(fresh.heads);
+          sut.reset();
+        }
+        expect(Buffer.concat(kept.parts).toString('latin1')).toBe(
+          picks.map((pick) => bodyOf(heads[pick]).replace('5\r\nhello\r\n0\r\n\r\n', 'hello')).join(''),
+        );
+      }),
+    );
+  });
+
+  it('passes the Retry-After of the head it repeats', () => {
+    const kept = new Collector();
+    const sut = new Http1ResponseParser(kept);
+    const input = Buffer.from('HTTP/1.1 429 Too Many\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n', 'latin1');
+    for (let i = 0; i < 2; i++) {
+      sut.execute(input, 0, input.length, 0);
+      sut.reset();
+    }
+    expect(kept.retryAfters).toEqual(['2', '2']);
+  });
+});

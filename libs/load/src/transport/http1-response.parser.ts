@@ -36,6 +36,21 @@ export interface Http1ResponseSink {
   onResponseBody(bytes: Buffer, start: number, end: number, readMono: number): void;
 }
 
+/** A final response head's text and the fields read from it. */
+interface ParsedHead {
+  readonly text: string;
+  readonly status: number;
+  readonly minorVersion: number;
+  readonly contentLength: number;
+  readonly transferEncoding: boolean;
+  readonly chunkedLast: boolean;
+  readonly connectionClose: boolean;
+  readonly connectionKeepAlive: boolean;
+  readonly xRequestId: string | undefined;
+  readonly xSimRequestId: string | undefined;
+  readonly retryAfter: string | undefined;
+}
+
 /**
  * Incremental HTTP/1.x response parser (RFC 9112) for one connection, one response at a time
  * (no pipelining). Any split of the bytes into reads gives the same head and body. It keeps only
@@ -72,6 +87,8 @@ export class Http1ResponseParser {
   /** A head split across reads is gathered here (allocated on first need, kept for the connection). */
   private headBuf: Buffer | null = null;
   private headLen = 0;
+  /** The last final head parsed and its fields (see `parseHead`). */
+  private lastHead: ParsedHead | null = null;
 
   constructor(private readonly sink: Http1ResponseSink) {}
 
@@ -181,8 +198,47 @@ export class Http1ResponseParser {
     this.headLen += n;
   }
 
-  /** `text`: status line and header lines, each with its CRLF, without the blank line. */
+  /**
+   * `text`: status line and header lines, each with its CRLF, without the blank line. A final
+   * head equal to the last one parsed on this connection (a server repeats its head but for
+   * `Date`, which changes once a second) takes that one's fields without being read again: they
+   * are a function of the text alone (the fields start reset, see `reset`).
+   */
   private parseHead(text: string): void {
+    const memo = this.lastHead;
+    if (memo !== null && memo.text === text) {
+      this.minorVersion = memo.minorVersion;
+      this.contentLength = memo.contentLength;
+      this.transferEncoding = memo.transferEncoding;
+      this.chunkedLast = memo.chunkedLast;
+      this.connectionClose = memo.connectionClose;
+      this.connectionKeepAlive = memo.connectionKeepAlive;
+      this.xRequestId = memo.xRequestId;
+      this.xSimRequestId = memo.xSimRequestId;
+      this.retryAfter = memo.retryAfter;
+      this.finalHead(memo.status);
+      return;
+    }
+    const status = this.readHeadText(text);
+    if (status < 200) return;
+    this.lastHead = {
+      text,
+      status,
+      minorVersion: this.minorVersion,
+      contentLength: this.contentLength,
+      transferEncoding: this.transferEncoding,
+      chunkedLast: this.chunkedLast,
+      connectionClose: this.connectionClose,
+      connectionKeepAlive: this.connectionKeepAlive,
+      xRequestId: this.xRequestId,
+      xSimRequestId: this.xSimRequestId,
+      retryAfter: this.retryAfter,
+    };
+    this.finalHead(status);
+  }
+
+  /** Reads a head's status line and fields; returns the status (a 1xx head leaves the fields reset). */
+  private readHeadText(text: string): number {
     let p = 0;
     // RFC 9112 2.2: a client SHOULD ignore empty lines received before the status line.
     while (text.charCodeAt(p) === 13 && text.charCodeAt(p + 1) === 10) p += 2;
@@ -244,8 +300,12 @@ export class Http1ResponseParser {
       // 101 answers an Upgrade we never send; other 1xx are interim: the final response follows.
       if (status === 101) throw protocol('101 Switching Protocols without an upgrade request');
       this.resetHeadFields();
-      return;
     }
+    return status;
+  }
+
+  /** The body's framing and the connection's fate from a final head's fields; tells the sink. */
+  private finalHead(status: number): void {
     this.status = status;
     // x-request-id wins when both are present, whatever their order.
     this.requestId = this.xRequestId ?? this.xSimRequestId;

@@ -63,7 +63,9 @@ export function decodeSparseHistogram(base64: string): SparseHistogram {
   const counts = new Float64Array(filled);
   for (let i = 0, k = 0; i < LATENCY_BUCKETS; i++) {
     const count = scratch.getCountAtIndex(i);
-    if (count > 0) ((indexes[k] = i), (counts[k++] = count));
+    if (count === 0) continue;
+    indexes[k] = i;
+    counts[k++] = count;
   }
   return { indexes, counts };
 }

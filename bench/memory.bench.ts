@@ -11,6 +11,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { startEmbedded, waitForRun } from '@fathom/runtime';
 import { startSimProcess } from './detection/sim-process';
 
@@ -19,17 +20,80 @@ const shortRuns = Number(process.argv[3] ?? 20);
 const shortSeconds = Number(process.argv[4] ?? 5);
 const streams = Number(process.argv[5] ?? 48);
 const SAMPLE_EVERY_MS = 15_000;
+/**
+ * Seconds into the bench by which the analyzer's live timeline is full: the longest judged span
+ * (the slow tier pair's 5 min) plus its 60 s margin, and the start-up before the run's first
+ * window. Past it the live state is pruned as fast as it grows.
+ */
+const LIVE_HORIZON_S = 420;
 
 interface Reading {
   readonly rssMb: number;
   readonly heapMb: number;
+  /** The main isolate's heap as committed (used, free and fragmented), MB. */
+  readonly heapTotalMb: number;
+  /** The main isolate's heap spaces, committed MB each. */
+  readonly spaces: Readonly<Record<string, number>>;
   /** PGlite's WASM heap (it never shrinks), MB; null for PostgreSQL. */
   readonly wasmMb: number | null;
   /** Memory outside the V8 heap that V8 knows of (Buffers, ArrayBuffers), MB. */
   readonly externalMb: number;
+  /** RSS of anonymous memory (heaps, malloc) and of mapped files (code, libraries), MB. */
+  readonly rssAnonMb: number | null;
+  readonly rssFileMb: number | null;
+  /**
+   * Each worker thread's own V8 heap and external memory (process.memoryUsage() here counts only
+   * the main isolate): the load engine's thread per shard, the embedding model's thread.
+   */
+  readonly threads: readonly ThreadHeap[];
+}
+
+interface ThreadHeap {
+  readonly id: number;
+  readonly heapMb: number;
+  readonly heapTotalMb: number;
+  readonly externalMb: number;
+  /** Committed MB per heap space. */
+  readonly spaces: Readonly<Record<string, number>>;
 }
 
 let database: { wasmHeapBytes?: () => number } | null = null;
+
+interface ThreadReport {
+  header: { threadId: number };
+  javascriptHeap: {
+    usedMemory: number;
+    totalMemory: number;
+    externalMemory: number;
+    heapSpaces: Record<string, { committedMemory: number }>;
+  };
+}
+
+/** The worker threads' heaps, from a diagnostic report (each worker answers for its own isolate). */
+function threadHeaps(): Reading['threads'] {
+  const report = process.report?.getReport() as unknown as { workers?: ThreadReport[] } | undefined;
+  return (report?.workers ?? []).map((w) => ({
+    id: w.header.threadId,
+    heapMb: w.javascriptHeap.usedMemory / 2 ** 20,
+    heapTotalMb: w.javascriptHeap.totalMemory / 2 ** 20,
+    externalMb: w.javascriptHeap.externalMemory / 2 ** 20,
+    spaces: Object.fromEntries(
+      Object.entries(w.javascriptHeap.heapSpaces).map(([name, space]) => [
+        name,
+        space.committedMemory / 2 ** 20,
+      ]),
+    ),
+  }));
+}
+
+function statusMb(field: string): number | null {
+  try {
+    const kb = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
 
 function read(): Reading {
   (globalThis as { gc?: () => void }).gc?.();
@@ -38,8 +102,15 @@ function read(): Reading {
   return {
     rssMb: m.rss / 2 ** 20,
     heapMb: m.heapUsed / 2 ** 20,
+    heapTotalMb: m.heapTotal / 2 ** 20,
+    spaces: Object.fromEntries(
+      getHeapSpaceStatistics().map((space) => [space.space_name, space.physical_space_size / 2 ** 20]),
+    ),
     wasmMb: wasm === null ? null : wasm / 2 ** 20,
     externalMb: m.external / 2 ** 20,
+    rssAnonMb: statusMb('RssAnon'),
+    rssFileMb: statusMb('RssFile'),
+    threads: threadHeaps(),
   };
 }
 
@@ -55,8 +126,35 @@ function peakRssMb(reset = false): number | null {
 }
 
 const fmt = (r: Reading) =>
-  `rss ${r.rssMb.toFixed(0)} MB  heap ${r.heapMb.toFixed(0)} MB  external ${r.externalMb.toFixed(0)} MB` +
-  (r.wasmMb === null ? '' : `  pglite wasm ${r.wasmMb.toFixed(0)} MB`);
+  `rss ${r.rssMb.toFixed(0)} MB (anon ${r.rssAnonMb?.toFixed(0) ?? '-'}, file ${r.rssFileMb?.toFixed(0) ?? '-'})` +
+  `  heap ${r.heapMb.toFixed(0)}/${r.heapTotalMb.toFixed(0)} MB  external ${r.externalMb.toFixed(0)} MB` +
+  (r.wasmMb === null ? '' : `  pglite wasm ${r.wasmMb.toFixed(0)} MB`) +
+  r.threads
+    .map(
+      (t) =>
+        `  thread ${t.id}: heap ${t.heapMb.toFixed(0)}/${t.heapTotalMb.toFixed(0)} ext ${t.externalMb.toFixed(0)}`,
+    )
+    .join('');
+/** Least-squares slope of `mb` over `at` (seconds), in MB a minute. */
+function slopeMbPerMin(points: readonly { at: number; mb: number }[]): number {
+  const n = points.length;
+  const meanAt = points.reduce((s, p) => s + p.at, 0) / n;
+  const meanMb = points.reduce((s, p) => s + p.mb, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const p of points) {
+    num += (p.at - meanAt) * (p.mb - meanMb);
+    den += (p.at - meanAt) ** 2;
+  }
+  return den === 0 ? 0 : (num / den) * 60;
+}
+/** Each heap space's committed MB then -> now, the ones that changed by 1 MB or more. */
+function spaceGrowth(then: Readonly<Record<string, number>>, now: Readonly<Record<string, number>>): string {
+  const moved = Object.keys(now)
+    .filter((name) => Math.abs(now[name] - (then[name] ?? 0)) >= 1)
+    .map((name) => `${name} ${(then[name] ?? 0).toFixed(0)} -> ${now[name].toFixed(0)}`);
+  return moved.length ? moved.join(', ') : 'none moved 1 MB';
+}
 const growth = (from: number, to: number) => `${(((to - from) / from) * 100).toFixed(1)} %`;
 
 async function main(): Promise<void> {
@@ -109,6 +207,28 @@ async function main(): Promise<void> {
       console.log(
         `long run RSS from t=${firstMinute.at.toFixed(0)} s to t=${last.at.toFixed(0)} s: ${firstMinute.reading.rssMb.toFixed(0)} -> ${last.reading.rssMb.toFixed(0)} MB (${growth(firstMinute.reading.rssMb, last.reading.rssMb)}), heap ${firstMinute.reading.heapMb.toFixed(0)} -> ${last.reading.heapMb.toFixed(0)} MB (${growth(firstMinute.reading.heapMb, last.reading.heapMb)})`,
       );
+    // While the load ran: the samples after its planned end fall in its report's read-back.
+    const pastHorizon = samples.filter((s) => s.at >= LIVE_HORIZON_S && s.at <= longSeconds);
+    const horizon = pastHorizon[0];
+    const lastLoaded = pastHorizon[pastHorizon.length - 1];
+    if (pastHorizon.length >= 3) {
+      const threadsMb = (r: Reading) => r.threads.reduce((sum, t) => sum + t.heapMb + t.externalMb, 0);
+      const threadsCommittedMb = (r: Reading) => r.threads.reduce((sum, t) => sum + t.heapTotalMb, 0);
+      const slope = (of: (r: Reading) => number | null) =>
+        slopeMbPerMin(pastHorizon.map((s) => ({ at: s.at, mb: of(s.reading) ?? 0 }))).toFixed(2);
+      console.log(
+        `long run after the live horizon, t=${horizon.at.toFixed(0)} s to t=${lastLoaded.at.toFixed(0)} s: RSS ${horizon.reading.rssMb.toFixed(0)} -> ${lastLoaded.reading.rssMb.toFixed(0)} MB (${growth(horizon.reading.rssMb, lastLoaded.reading.rssMb)}); ` +
+          `slope MB/min (least squares): rss ${slope((r) => r.rssMb)}, anon ${slope((r) => r.rssAnonMb)}, heap ${slope((r) => r.heapMb)}, ` +
+          `heap committed ${slope((r) => r.heapTotalMb)}, external ${slope((r) => r.externalMb)}, ` +
+          `worker threads (heap + external) ${slope(threadsMb)}, their heaps committed ${slope(threadsCommittedMb)}`,
+      );
+      console.log(`  committed heap spaces past the horizon, MB (used/committed heap per isolate above):`);
+      console.log(`    main: ${spaceGrowth(horizon.reading.spaces, lastLoaded.reading.spaces)}`);
+      for (const t of lastLoaded.reading.threads) {
+        const then = horizon.reading.threads.find((h) => h.id === t.id);
+        if (then) console.log(`    thread ${t.id}: ${spaceGrowth(then.spaces, t.spaces)}`);
+      }
+    }
 
     const after: Reading[] = [];
     for (let i = 1; i <= shortRuns; i++) {

@@ -2,7 +2,8 @@
  * V8 heap of a run's record digests when its report is built: every stored digest batch held in
  * a `RunTimeline` (how the report read them before), against `ReportDigestsAccumulator` fed one
  * page of batches at a time, holding at most `MAX_REPORT_DIGESTS` (or `cap`). The fold's own
- * per-request index (`requestEnds`, where token stats are placed) is measured apart. Synthetic
+ * request-end index (`requestEnds`, where token stats stored without their end are placed; at
+ * most `MAX_REPORT_DIGESTS` ids) is measured apart. Synthetic
  * digests shaped as `digestRecord` makes them of a chat run; no database.
  * Run: node --expose-gc -r ./bench/ts-register.js bench/report-digests.bench.ts [records=163445]
  *        [recordsPerBatch=50] [pageSize=200] [cap=MAX_REPORT_DIGESTS]
@@ -93,12 +94,12 @@ function main(): void {
   }
   const figures = accumulator.figures();
   const foldMb = heapMb() - start;
-  const ids = figures.requestEnds.size;
+  const ids = figures.requestEnds.ends.size;
   // The fold and its figures share the index: cleared, what it held is freed.
-  (figures.requestEnds as Map<string, number>).clear();
+  (figures.requestEnds.ends as Map<string, number>).clear();
   const endsMb = foldMb - (heapMb() - start);
   console.log(
-    `paged fold: peak ${peakMb.toFixed(1)} MB heap (one page held), ${peakHeld} digests held at most; after: ${foldMb.toFixed(1)} MB, of which the request-end index ~${endsMb.toFixed(1)} MB (${ids} ids)${figures.sample ? `; records table from a sample of ${figures.sample.kept} of ${figures.sample.of}` : ''}`,
+    `paged fold: peak ${peakMb.toFixed(1)} MB heap (one page held), ${peakHeld} digests held at most; after: ${foldMb.toFixed(1)} MB, of which the request-end index ~${endsMb.toFixed(1)} MB (${ids} ids${figures.requestEnds.complete ? '' : ', capped'})${figures.sample ? `; records table from a sample of ${figures.sample.kept} of ${figures.sample.of}` : ''}`,
   );
 }
 

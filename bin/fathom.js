@@ -6,6 +6,8 @@ const { existsSync, statSync, readdirSync } = require('node:fs');
 const { join } = require('node:path');
 const { execFileSync } = require('node:child_process');
 
+const { relaunch, relaunchEnv } = require('./malloc-arenas');
+
 const root = join(__dirname, '..');
 const entry = join(root, 'dist', 'apps', 'cli', 'src', 'main.js');
 
@@ -29,9 +31,15 @@ function stale() {
   return newestSource(join(root, 'apps')) > built || newestSource(join(root, 'libs')) > built;
 }
 
-if (stale()) {
-  execFileSync(process.execPath, [join(root, 'scripts', 'build.js')], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+const env = relaunchEnv(process.env, process.platform);
+if (env !== null) relaunch(env);
+else start();
+
+function start() {
+  if (stale()) {
+    execFileSync(process.execPath, [join(root, 'scripts', 'build.js')], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+  }
+  require(entry);
 }
-require(entry);

@@ -28,7 +28,12 @@ export async function startSimProcess(config: Record<string, unknown>): Promise<
     ? [BUILT]
     : ['-r', join(ROOT, 'bench', 'ts-register.js'), join(ROOT, 'apps', 'sim-target', 'src', 'main.ts')];
   const child = spawn(process.execPath, argv, {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', SIM_CONFIG: configPath },
+    env: {
+      ...process.env,
+      PORT: process.env.FATHOM_BENCH_SIM_PORT ?? '0',
+      HOST: '127.0.0.1',
+      SIM_CONFIG: configPath,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -152,7 +152,7 @@ export interface StoredRun extends StoredEvents {
   readonly timeline: RunTimeline;
   /** Every digest folded: the report's exact figures of them, on the spec's tiers. */
   readonly digests: ReportDigestFigures;
-  /** Where the run's token stats are placed (`foldStoredTokenStats`): its windows and every request's end. */
+  /** Where the run's token stats are placed (`foldStoredTokenStats`): its windows and the bounded request-end index. */
   readonly tokenPlacement: TokenStatsPlacement;
 }
 
@@ -162,6 +162,8 @@ export interface DigestFoldOptions {
   readonly stallMs?: number;
   /** Digests held at most; default `MAX_REPORT_DIGESTS`. */
   readonly maxDigests?: number;
+  /** Request ends indexed at most, for token stats stored without theirs; default `MAX_REPORT_DIGESTS`. */
+  readonly maxRequestEnds?: number;
 }
 
 /**
@@ -240,6 +242,7 @@ export async function readStoredRun(
     stallMs: fold.stallMs ?? DEFAULT_ROOT_CAUSE_OPTIONS.stallMs,
     spanFromMs: firstWindowStart === null ? Number.NEGATIVE_INFINITY : firstWindowStart - 1,
     maxDigests: fold.maxDigests ?? MAX_REPORT_DIGESTS,
+    maxRequestEnds: fold.maxRequestEnds ?? MAX_REPORT_DIGESTS,
   });
   for await (const digests of storedDigests(store, runId, pageSize)) accumulator.addDigests(digests);
   const digests = accumulator.figures();

@@ -13,7 +13,16 @@ const STALL_MS = 2000;
 
 type Report = {
   summary: unknown;
-  document: { series: { records: unknown[]; recordsTotal: number; recordsSample?: unknown } };
+  document: {
+    series: {
+      windows: Record<string, unknown>[];
+      tokenSamples: { requestId: string }[];
+      records: unknown[];
+      recordsTotal: number;
+      recordsSample?: unknown;
+      tokenStatsPlacedByEmission?: number;
+    };
+  };
 };
 
 describe('a report over the digest cap', () => {
@@ -33,11 +42,11 @@ describe('a report over the digest cap', () => {
   });
 
   /** As the finalizer reads and reports a run, holding at most `maxDigests` digests. */
-  async function reportHolding(maxDigests?: number) {
+  async function reportHolding(maxDigests?: number, maxRequestEnds?: number) {
     const lifecycle = (await store.list(runId, { kind: 'lifecycle' })).map(
       (e) => e.payload as unknown as RunLifecycle,
     );
-    const stored = await readStoredRun(store, runId, 7, { stallMs: STALL_MS, maxDigests });
+    const stored = await readStoredRun(store, runId, 7, { stallMs: STALL_MS, maxDigests, maxRequestEnds });
     const tokenStats = await foldStoredTokenStats(store, runId, stored.tokenPlacement, 7);
     const { summary, document } = reportOfStoredRun({
       runId,
@@ -83,6 +92,36 @@ describe('a report over the digest cap', () => {
     // The sampled rows are rows of the run, in end order.
     const goldenRows = new Set(golden.document.series.records.map((r) => JSON.stringify(r)));
     expect(records.every((r) => goldenRows.has(JSON.stringify(r)))).toBe(true);
+  });
+
+  it('past a lowered request-end index, labels the responses placed by their batch, every count whole', async () => {
+    const golden = JSON.parse(readFileSync(GOLDEN, 'utf8')) as Report;
+
+    const sut = await reportHolding(undefined, 10);
+
+    const { windows, tokenSamples, tokenStatsPlacedByEmission, ...series } = sut.report.document.series;
+    const { windows: goldenWindows, tokenSamples: goldenSamples, ...goldenSeries } = golden.document.series;
+    // The fixture's stats are stored without their end (as before `endedAt`): past the first 10
+    // requests' digests, each with a digest is placed (and its token sample timed) by its batch.
+    expect(tokenStatsPlacedByEmission).toBeGreaterThan(0);
+    expect(series).toStrictEqual(goldenSeries);
+    const ids = (samples: { requestId: string }[]) => samples.map((t) => t.requestId).sort();
+    expect(ids(tokenSamples)).toEqual(ids(goldenSamples));
+    // Only the buckets' goodput moved: the windows' own figures are the golden's.
+    const ownFigures = (ws: Record<string, unknown>[]) =>
+      ws.map(
+        ({
+          judged: _j,
+          good: _g,
+          semanticallyGood: _s,
+          goodputPerSec: _gp,
+          semanticGoodputPerSec: _sp,
+          ...w
+        }) => w,
+      );
+    expect(ownFigures(windows)).toStrictEqual(ownFigures(goldenWindows));
+    expect({ ...sut.report.document, series: null }).toStrictEqual({ ...golden.document, series: null });
+    expect(sut.report.summary).toStrictEqual(golden.summary);
   });
 
   it('refuses to recount stalls of a sampled run with another bound', async () => {

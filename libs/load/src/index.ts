@@ -1,8 +1,10 @@
 export * from './engine/run-shard';
 export * from './measure/window.snapshot';
 export {
+  addSparse,
   binCountsMs,
   decodeHistogram,
+  decodeSparseHistogram,
   encodeHistogram,
   newLatencyHistogram,
   recordMs,
@@ -11,6 +13,7 @@ export {
   quantilesFromHistogram,
   tailQuantilesMs,
   type Quantiles,
+  type SparseHistogram,
 } from './measure/latency-histogram.util';
 export * from './measure/window.recorder';
 export { SeededRandom } from './random/seeded-random';

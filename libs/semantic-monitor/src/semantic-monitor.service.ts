@@ -271,6 +271,7 @@ export class SemanticMonitorService implements OnModuleInit, OnApplicationShutdo
   ): TokenStatsEntry {
     return {
       requestId: record.requestId,
+      endedAt: record.startedAt + record.e2eMs,
       ...(record.phase ? { phase: record.phase } : {}),
       ...tokenStats(record),
       assessment: a.status,

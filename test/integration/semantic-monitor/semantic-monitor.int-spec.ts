@@ -28,7 +28,11 @@ describe('semantic-monitor in a run', () => {
     process.env.FATHOM_SEMANTIC_EMBEDDER = 'off';
     sim = await startSimTarget({ port: 0, config: { timeScale: 0.05 } });
     sut = await startEmbedded({ dataDir: null, logLevels: ['error'] });
-    await sut.bus.subscribe(Topics.semanticSignal, { group: 'test-semantic' }, (s) => void signals.push(...perRecordSignals(s)));
+    await sut.bus.subscribe(
+      Topics.semanticSignal,
+      { group: 'test-semantic' },
+      (s) => void signals.push(...perRecordSignals(s)),
+    );
     await sut.bus.subscribe(Topics.gpuTelemetry, { group: 'test-gpu' }, (g) => void gpu.push(g));
   });
   /** Waits for the run and for the monitor's last word on it (its semantic-goodput signal). */
@@ -77,6 +81,8 @@ describe('semantic-monitor in a run', () => {
     const risks = detectors.filter((d) => d.detector === Detectors.hallucinationRisk);
     expect(stats.length).toBeGreaterThan(4);
     expect(stats.every((s) => s.assessment === 'ok' && s.latencySloMet === true)).toBe(true);
+    // Each carries its request's end, where the report places it: after the signal's batch began.
+    expect(stats.every((s) => s.endedAt !== undefined && s.endedAt <= s.emittedAt)).toBe(true);
     // Rate 1 plants a span in every response of 12 tokens or more.
     expect(risks.length).toBeGreaterThanOrEqual(stats.length * 0.9);
     expect(risks[0].requestId).not.toBeNull();

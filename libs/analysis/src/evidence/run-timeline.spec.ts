@@ -31,6 +31,18 @@ const digestAt = (at: number) =>
   ({ at, startedAt: at - 10, e2eMs: 10, calls: [] }) as unknown as RecordDigest;
 
 describe(RunTimeline.name, () => {
+  it('holds a window decoded in a few KB, not a 92 KB histogram each', () => {
+    const sut = new RunTimeline();
+    for (let seq = 0; seq < 100; seq++) sut.addWindow(windowAt(seq, 100 + seq));
+
+    const latency = sut.span(Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY).latency;
+    void [latency.e2e, latency.correctedE2e, latency.ttft, latency.itl, latency.tpot];
+
+    // 100 windows x 5 histograms decoded; dense, that was 46 MB.
+    expect(sut.decodedHistogramBytes).toBeLessThan(100 * 5 * 1024);
+    expect(latency.e2e.max).toBeCloseTo(199, 0);
+  });
+
   it('forgets the middle of a long run, keeping its head, its recent past and its start', () => {
     const sut = new RunTimeline();
     const whole = new RunTimeline();

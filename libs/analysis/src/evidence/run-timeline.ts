@@ -1,8 +1,14 @@
 import type { DetectorSignal, GpuSample, GpuTelemetry, TelemetryWindow } from '@fathom/contracts';
-import { decodeHistogram, mergeWindows, tailQuantilesMs } from '@fathom/load';
+import {
+  addSparse,
+  decodeSparseHistogram,
+  mergeWindows,
+  newLatencyHistogram,
+  tailQuantilesMs,
+  type SparseHistogram,
+} from '@fathom/load';
 
 type HistogramName = 'e2e' | 'correctedE2e' | 'ttft' | 'itl' | 'tpot';
-type Histogram = ReturnType<typeof decodeHistogram>;
 const HISTOGRAM_NAMES: HistogramName[] = ['e2e', 'correctedE2e', 'ttft', 'itl', 'tpot'];
 const EMPTY_HISTOGRAM_US = mergeWindows([]).histogramsUs.e2e;
 import type { RecordDigest } from './record-digest';
@@ -48,8 +54,15 @@ export interface SpanView {
  */
 export class RunTimeline {
   private readonly windowsByKey = new Map<string, TelemetryWindow>();
-  /** Decoded once per window: live evaluation merges spans several times a second. */
-  private readonly decoded = new Map<TelemetryWindow, Partial<Record<HistogramName, Histogram>>>();
+  /**
+   * Decoded once per window (live evaluation merges spans several times a second), to the
+   * non-empty buckets: a few KB per window where a decoded histogram is 92 KB. A live run keeps
+   * thousands of windows, and 92 KB blocks that live minutes among short-lived ones fragmented
+   * the allocator (RSS crept after the heap was flat; bench/memory.bench.ts).
+   */
+  private readonly decoded = new Map<TelemetryWindow, Partial<Record<HistogramName, SparseHistogram>>>();
+  /** The one dense histogram spans are merged into (reset after each): no 92 KB block per merge. */
+  private readonly merged = newLatencyHistogram();
   private readonly digestList: RecordDigest[] = [];
   private readonly gpuList: GpuPoint[] = [];
   private readonly detectorList: DetectorSignal[] = [];
@@ -89,19 +102,33 @@ export class RunTimeline {
     removeWhere(this.gpuList, (g) => dropped(g.at));
   }
 
-  private histogramOf(window: TelemetryWindow, name: HistogramName): Histogram {
+  private histogramOf(window: TelemetryWindow, name: HistogramName): SparseHistogram {
     let cache = this.decoded.get(window);
     if (!cache) this.decoded.set(window, (cache = {}));
     // Windows from generators older than the TPOT histogram have none: an empty one.
-    return (cache[name] ??= decodeHistogram(window.histogramsUs[name] ?? EMPTY_HISTOGRAM_US));
+    return (cache[name] ??= decodeSparseHistogram(window.histogramsUs[name] ?? EMPTY_HISTOGRAM_US));
   }
 
   /** Quantiles of one latency histogram over the windows, merged exactly (ms). */
   private quantiles(windows: readonly TelemetryWindow[], name: HistogramName): LatencyFigures {
-    const merged = decodeHistogram(EMPTY_HISTOGRAM_US);
-    for (const w of windows) merged.add(this.histogramOf(w, name));
-    // Not quantilesFromHistogram: its mean walks every bucket, and nothing here reads it.
-    return tailQuantilesMs(merged);
+    try {
+      addSparse(
+        this.merged,
+        windows.map((w) => this.histogramOf(w, name)),
+      );
+      // Not quantilesFromHistogram: its mean walks every bucket, and nothing here reads it.
+      return tailQuantilesMs(this.merged);
+    } finally {
+      this.merged.reset();
+    }
+  }
+
+  /** Bytes the decoded windows' histograms hold (their typed arrays). */
+  get decodedHistogramBytes(): number {
+    let bytes = 0;
+    for (const cache of this.decoded.values())
+      for (const h of Object.values(cache)) bytes += h.indexes.byteLength + h.counts.byteLength;
+    return bytes;
   }
 
   addDigests(digests: readonly RecordDigest[]): void {

@@ -97,7 +97,8 @@ function exactFigures(digests: readonly RecordDigest[], maxDigests: number) {
     tokenAgreement: f.tokenAgreement,
     tools: toolContractRatesOf(f.toolCalls),
     outputTokens: [...f.outputTokens].sort((a, b) => a[0] - b[0]),
-    requestEnds: [...f.requestEnds].sort((a, b) => a[0].localeCompare(b[0])),
+    requestEnds: [...f.requestEnds.ends].sort((a, b) => a[0].localeCompare(b[0])),
+    requestEndsComplete: f.requestEnds.complete,
     goodput: OBJECTIVES.filter((o) => o.kind === 'goodput' || o.kind === 'semantic-goodput').map((o) =>
       f.wholeRun.goodput(o as never),
     ),
@@ -140,6 +141,21 @@ describe(ReportDigestsAccumulator.name, () => {
           digests.length > cap ? { kept: cap, of: digests.length, seed: REPORT_DIGEST_SAMPLE_SEED } : null,
         );
         expect(figures.held).toHaveLength(Math.min(cap, digests.length));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('indexes at most maxRequestEnds request ends, each the latest of its id, and says when it is full', () => {
+    fc.assert(
+      fc.property(digestsArb, fc.integer({ min: 1, max: 120 }), (digests, cap) => {
+        const sut = foldReportDigests(digests, { ...OPTIONS, maxRequestEnds: cap });
+
+        const ids = new Set(digests.map((d) => d.requestId));
+        expect(sut.requestEnds.ends.size).toBe(Math.min(cap, ids.size));
+        expect(sut.requestEnds.complete).toBe(ids.size <= cap);
+        for (const [id, at] of sut.requestEnds.ends)
+          expect(at).toBe(Math.max(...digests.filter((d) => d.requestId === id).map((d) => d.at)));
       }),
       { numRuns: 200 },
     );

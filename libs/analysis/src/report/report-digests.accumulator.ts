@@ -41,7 +41,19 @@ export interface ReportDigestOptions {
   readonly spanFromMs: number;
   /** Digests held at most; default `MAX_REPORT_DIGESTS`. */
   readonly maxDigests?: number;
+  /** Request ids whose end `requestEnds` indexes at most; default `MAX_REPORT_DIGESTS`. */
+  readonly maxRequestEnds?: number;
   readonly validity?: ValidityOptions;
+}
+
+/**
+ * When requests ended, by id (the latest digest of an id), for placing token stats stored without
+ * their own end (`TokenStatsEntry.endedAt`). Bounded: the first ids folded, up to the cap.
+ */
+export interface RequestEndIndex {
+  readonly ends: ReadonlyMap<string, number>;
+  /** Every digest's id is in `ends`: an id not there had no digest. */
+  readonly complete: boolean;
 }
 
 /** What a report reads of a run's digests, whatever their number. */
@@ -69,11 +81,8 @@ export interface ReportDigestFigures {
   readonly toolCalls: ToolCallCounts;
   /** Output tokens (finite, >= 0) -> responses with that many. */
   readonly outputTokens: ReadonlyMap<number, number>;
-  /**
-   * Request id -> when it ended (the latest digest of an id): where token stats are placed. The
-   * accumulator's own map, not a copy (one entry per request: the one part that grows with the run).
-   */
-  readonly requestEnds: ReadonlyMap<string, number>;
+  /** Where token stats without their own end are placed. The accumulator's own map, not a copy. */
+  readonly requestEnds: RequestEndIndex;
   /** The record objectives' counts over the whole-run span. */
   readonly wholeRun: RecordCounts;
 }
@@ -87,7 +96,7 @@ export interface ReportDigestFigures {
  *   the records table is drawn from it, labelled by `sample`.
  *
  * Memory: at most `maxDigests` digests, counters, one entry per distinct output-token count, and
- * `requestEnds` (one number per request id: the token stats' placement needs every one).
+ * at most `maxRequestEnds` request ends.
  */
 export class ReportDigestsAccumulator {
   private total = 0;
@@ -109,6 +118,9 @@ export class ReportDigestsAccumulator {
   private readonly toolCalls: ToolCallCounts = new Map();
   private readonly outputTokens = new Map<number, number>();
   private readonly requestEnds = new Map<string, number>();
+  private readonly maxRequestEnds: number;
+  /** A digest's id did not fit in `requestEnds`. */
+  private requestEndsFull = false;
   /** Per distinct record objective (`recordObjectiveKey`): judged and good in the whole-run span. */
   private readonly goodput = new Map<string, { objective: RecordObjective; judged: number; good: number }>();
   private readonly agent = { calls: 0, ok: 0 };
@@ -117,6 +129,7 @@ export class ReportDigestsAccumulator {
     this.maxDigests = options.maxDigests ?? MAX_REPORT_DIGESTS;
     if (!(this.maxDigests >= 1))
       throw new RangeError(`maxDigests must be at least 1, got ${String(options.maxDigests)}`);
+    this.maxRequestEnds = options.maxRequestEnds ?? MAX_REPORT_DIGESTS;
     for (const o of options.objectives)
       if (o.kind === 'goodput' || o.kind === 'semantic-goodput')
         this.goodput.set(recordObjectiveKey(o), { objective: o, judged: 0, good: 0 });
@@ -151,7 +164,7 @@ export class ReportDigestsAccumulator {
       tokenAgreement: { ...this.tokenAgreement },
       toolCalls: new Map([...this.toolCalls].map(([key, n]) => [key, { ...n }])),
       outputTokens: new Map(this.outputTokens),
-      requestEnds: this.requestEnds,
+      requestEnds: { ends: this.requestEnds, complete: !this.requestEndsFull },
       wholeRun: {
         goodput: (o) => {
           const counts = goodput.get(recordObjectiveKey(o));
@@ -177,8 +190,7 @@ export class ReportDigestsAccumulator {
     addToolCalls(this.toolCalls, d);
     if (Number.isFinite(d.outputTokens) && d.outputTokens >= 0)
       this.outputTokens.set(d.outputTokens, (this.outputTokens.get(d.outputTokens) ?? 0) + 1);
-    if (d.requestId)
-      this.requestEnds.set(d.requestId, Math.max(d.at, this.requestEnds.get(d.requestId) ?? d.at));
+    if (d.requestId) this.indexEnd(d.requestId, d.at);
     if (d.at <= this.options.spanFromMs) return;
     for (const n of this.goodput.values()) {
       n.judged++;
@@ -189,6 +201,13 @@ export class ReportDigestsAccumulator {
       this.agent.calls++;
       if (c.ok) this.agent.ok++;
     }
+  }
+
+  private indexEnd(requestId: string, at: number): void {
+    const known = this.requestEnds.get(requestId);
+    if (known !== undefined) this.requestEnds.set(requestId, Math.max(at, known));
+    else if (this.requestEnds.size < this.maxRequestEnds) this.requestEnds.set(requestId, at);
+    else this.requestEndsFull = true;
   }
 
   /** Every digest up to the cap; then each one replaces a held one with probability cap / seen. */

@@ -147,6 +147,13 @@ export interface RunSeries {
    * other figure of the report counts them all.
    */
   readonly recordsSample?: DigestSample;
+  /**
+   * Present when some responses' goodput was placed in the bucket of their token stats' emission
+   * (a telemetry flush after their end), not of their end: stats stored without their end, in a
+   * run with more requests than the report's request-end index holds (`MAX_REPORT_DIGESTS`). That
+   * many responses; every count is whole, only their bucket is approximate.
+   */
+  readonly tokenStatsPlacedByEmission?: number;
   readonly semanticFindings: SemanticFinding[];
 }
 
@@ -261,6 +268,9 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
     records: thin(records.held, RUN_SERIES_LIMITS.maxRecords).map(recordRow),
     recordsTotal: records.total,
     ...(records.sample ? { recordsSample: records.sample } : {}),
+    ...(input.tokenStats?.placedByEmission
+      ? { tokenStatsPlacedByEmission: input.tokenStats.placedByEmission }
+      : {}),
     semanticFindings: semanticFindings(input.detectors),
   };
 }

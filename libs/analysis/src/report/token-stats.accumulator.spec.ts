@@ -90,6 +90,33 @@ describe(TokenStatsAccumulator.name, () => {
     ]);
   });
 
+  it('buckets a response by its own end before its digest end', () => {
+    const sut = foldTokenStats([batch('b', T0 + 2500, [entry('r1', { endedAt: T0 + 1500 })])], {
+      windows: [0, 1, 2].map(window),
+      digests: [{ requestId: 'r1', at: T0 + 500 } as never],
+    });
+
+    expect([...sut.series.judgedByBucket.keys()]).toEqual([1]);
+    expect(sut.placedByEmission).toBe(0);
+  });
+
+  it('past a full request-end index, buckets a response without its own end by its batch, counted', () => {
+    const sut = foldTokenStats(
+      [batch('b', T0 + 2500, [entry('indexed'), entry('own', { endedAt: T0 + 1500 }), entry('neither')])],
+      {
+        windows: [0, 1, 2].map(window),
+        requestEnds: { ends: new Map([['indexed', T0 + 500]]), complete: false },
+      },
+    );
+
+    expect([...sut.series.judgedByBucket].map(([bucket, n]) => [bucket, n.judged])).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 1],
+    ]);
+    expect(sut.placedByEmission).toBe(1);
+  });
+
   it('keeps the token samples, most risk spans first, timed by their digest or else their batch', () => {
     const sample = (spans: number) => ({
       tokenSample: {

@@ -5,6 +5,7 @@ import type {
   TokenStatsSignal,
 } from '@fathom/contracts';
 import type { RecordDigest } from '../evidence/record-digest';
+import type { RequestEndIndex } from './report-digests.accumulator';
 import { seriesBuckets, type SeriesTokenSample } from './run-series';
 
 /** Goodput's counts: responses judged, good (no error, latency SLO met), and also every check passed. */
@@ -34,34 +35,42 @@ export interface TokenStatsFigures {
   /** Measured responses with a phase, by sweep step (`phase.index`). */
   readonly measuredByStep: ReadonlyMap<number, GoodputCounts>;
   /**
-   * Responses by the series bucket their request ended in (its digest's end; a response without
-   * a digest is in no bucket), on the bucket geometry `seriesBuckets` gave for the run's windows.
+   * Responses by the series bucket their request ended in (the stats' own `endedAt`, else its
+   * digest's end; a response with neither is in no bucket), on the bucket geometry
+   * `seriesBuckets` gave for the run's windows.
    */
   readonly series: {
     readonly start: number;
     readonly bucketMs: number;
     readonly judgedByBucket: ReadonlyMap<number, GoodputCounts>;
   };
+  /**
+   * Responses placed at their batch's emission (`emittedAt`, a telemetry flush after their end),
+   * not their end: stored without `endedAt`, in a run with more requests than the request-end
+   * index holds (`RequestEndIndex.complete` false). 0: every placement is exact.
+   */
+  readonly placedByEmission: number;
   /** The sampled responses' token rows: most risk spans first, then the earliest. */
   readonly tokenSamples: readonly SeriesTokenSample[];
 }
 
 /**
  * The evidence the accumulator places responses with: the run's windows, and when each request
- * ended: its record digests, whole, or where they were folded, every request's end.
+ * ended, for stats stored without their own end: its record digests, whole, or where they were
+ * folded, the bounded request-end index.
  */
 export type TokenStatsPlacement =
   | { readonly windows: readonly TelemetryWindow[]; readonly digests: readonly RecordDigest[] }
   | {
       readonly windows: readonly TelemetryWindow[];
-      /** Request id -> when it ended (`ReportDigestFigures.requestEnds`). */
-      readonly requestEnds: ReadonlyMap<string, number>;
+      /** `ReportDigestFigures.requestEnds`. */
+      readonly requestEnds: RequestEndIndex;
     };
 
 /**
  * Folds a run's token stats, fed in stored order a page at a time, into `TokenStatsFigures`:
  * memory is the figures (a few counters per step and per bucket, the token samples) and the
- * digests' request-end index, never one object per response.
+ * digests' bounded request-end index, never one object per response.
  *
  * Sums are added in feeding order, so the figures equal those of one pass over the whole run's
  * stats in the same order, to the last bit.
@@ -80,7 +89,8 @@ export class TokenStatsAccumulator {
   private readonly judgedByBucket = new Map<number, GoodputCounts>();
   private readonly samples: SeriesTokenSample[] = [];
   /** Request id -> when it ended (its digest; the last digest of an id wins). */
-  private readonly endedAt: ReadonlyMap<string, number>;
+  private readonly endedAt: RequestEndIndex;
+  private placedByEmission = 0;
   private readonly start: number;
   private readonly bucketMs: number;
 
@@ -88,9 +98,9 @@ export class TokenStatsAccumulator {
     ({ start: this.start, bucketMs: this.bucketMs } = seriesBuckets(placement.windows));
     if ('requestEnds' in placement) this.endedAt = placement.requestEnds;
     else {
-      const endedAt = new Map<string, number>();
-      for (const d of placement.digests) if (d.requestId) endedAt.set(d.requestId, d.at);
-      this.endedAt = endedAt;
+      const ends = new Map<string, number>();
+      for (const d of placement.digests) if (d.requestId) ends.set(d.requestId, d.at);
+      this.endedAt = { ends, complete: true };
     }
   }
 
@@ -113,6 +123,7 @@ export class TokenStatsAccumulator {
       measured: { ...this.measured },
       measuredByStep: copyCounts(this.measuredByStep),
       series: { start: this.start, bucketMs: this.bucketMs, judgedByBucket: copyCounts(this.judgedByBucket) },
+      placedByEmission: this.placedByEmission,
       tokenSamples: [...this.samples].sort((a, b) => b.spans.length - a.spans.length || a.at - b.at),
     };
   }
@@ -132,7 +143,7 @@ export class TokenStatsAccumulator {
       judge(this.measured, s);
       if (s.phase) judge(countsOf(this.measuredByStep, s.phase.index), s);
     }
-    const at = this.endedAt.get(s.requestId);
+    const at = this.placed(s, emittedAt);
     if (at !== undefined)
       judge(countsOf(this.judgedByBucket, Math.max(0, Math.ceil((at - this.start) / this.bucketMs) - 1)), s);
     if (s.tokenSample !== undefined)
@@ -142,6 +153,15 @@ export class TokenStatsAccumulator {
         meanEntropyBits: s.meanEntropyBits ?? null,
         ...s.tokenSample,
       });
+  }
+
+  /** When `s`'s request ended, as well as it is known; undefined: it had no digest. */
+  private placed(s: TokenStatsEntry, emittedAt: number): number | undefined {
+    if (s.endedAt !== undefined) return s.endedAt;
+    const digestEnd = this.endedAt.ends.get(s.requestId);
+    if (digestEnd !== undefined || this.endedAt.complete) return digestEnd;
+    this.placedByEmission++;
+    return emittedAt;
   }
 }
 

@@ -36,6 +36,11 @@ export type TokenSample = z.infer<typeof TokenSampleSchema>;
 /** Token-level view of one response, as the semantic-monitor judged it. */
 const tokenStatsShape = {
   requestId: z.string(),
+  /**
+   * When the request ended (epoch ms: the record's `startedAt + e2eMs`, as its digest's `at`): the
+   * report places the response by it. Absent on stats stored before it was sent.
+   */
+  endedAt: z.number().optional(),
   /** The record's sweep step and segment, for per-step goodput (absent when the record had none). */
   phase: z
     .object({ index: z.number().int().nonnegative(), segment: z.enum(['warmup', 'measured', 'cooldown']) })

@@ -1,9 +1,11 @@
 import fc from 'fast-check';
 import {
+  addSparse,
   HISTOGRAM_MAX_US,
   binCountsMs,
   countsAtOrBelowUs,
   decodeHistogram,
+  decodeSparseHistogram,
   encodeHistogram,
   newLatencyHistogram,
   quantilesFromHistogram,
@@ -57,6 +59,42 @@ describe(tailQuantilesMs.name, () => {
 
   it('has nothing to say of an empty histogram', () => {
     expect(tailQuantilesMs(newLatencyHistogram())).toEqual({ p50: null, p95: null, p99: null, max: null });
+  });
+});
+
+describe(addSparse.name, () => {
+  it('merges sparse histograms to the counts, quantiles, min and max of adding them decoded', () => {
+    fc.assert(
+      fc.property(fc.array(latencies, { minLength: 1, maxLength: 6 }), (windows) => {
+        const encoded = windows.map((values) => {
+          const h = newLatencyHistogram();
+          for (const v of values) recordMs(h, v);
+          return encodeHistogram(h);
+        });
+        const added = newLatencyHistogram();
+        for (const e of encoded) added.add(decodeHistogram(e));
+        const sut = newLatencyHistogram();
+
+        addSparse(sut, encoded.map(decodeSparseHistogram));
+
+        expect(quantilesFromHistogram(sut, [90, 99.9])).toEqual(quantilesFromHistogram(added, [90, 99.9]));
+        expect([sut.totalCount, sut.minNonZeroValue, sut.maxValue]).toEqual([
+          added.totalCount,
+          added.minNonZeroValue,
+          added.maxValue,
+        ]);
+      }),
+    );
+  });
+
+  it('keeps only the non-empty buckets: kilobytes, not the 92 KB counts array', () => {
+    const h = newLatencyHistogram();
+    for (let i = 0; i < 300; i++) recordMs(h, 50 + i * 3.7);
+
+    const sut = decodeSparseHistogram(encodeHistogram(h));
+
+    expect(sut.indexes.byteLength + sut.counts.byteLength).toBeLessThan(4096);
+    expect(sut.counts.reduce((n, c) => n + c, 0)).toBe(300);
   });
 });
 

@@ -68,6 +68,63 @@ export function decodeHistogram(base64: string): Histogram {
   return hdr.decodeFromCompressedBase64(base64, 32);
 }
 
+/**
+ * A latency histogram's non-empty buckets only: what a window's histogram holds once decoded, in
+ * kilobytes where the decoded histogram is a 92 KB counts array (23,552 buckets of the
+ * `newLatencyHistogram` geometry) whatever it holds. For histograms kept long (the analyzer's
+ * live windows) and merged often; `addSparse` merges one into a dense histogram exactly.
+ */
+export interface SparseHistogram {
+  /** Bucket indexes in the dense counts array, ascending. */
+  readonly indexes: Uint16Array;
+  readonly counts: Float64Array;
+}
+
+/** What the sparse form reaches of hdr-histogram-js's JsHistogram (every latency histogram is one). */
+interface DenseCounts {
+  readonly countsArrayLength: number;
+  getCountAtIndex(index: number): number;
+  addToCountAtIndex(index: number, value: number): void;
+  establishInternalTackingValues(): void;
+}
+
+const dense = (histogram: Histogram) => histogram as unknown as DenseCounts;
+
+/** The `newLatencyHistogram` geometry's buckets: indexes fit in 16 bits. */
+const LATENCY_BUCKETS = dense(newLatencyHistogram()).countsArrayLength;
+
+/** Decodes an encoded latency histogram (`encodeHistogram`) to its non-empty buckets. */
+export function decodeSparseHistogram(base64: string): SparseHistogram {
+  const scratch = dense(decodeHistogram(base64));
+  if (scratch.countsArrayLength !== LATENCY_BUCKETS || LATENCY_BUCKETS > 0x10000)
+    throw new RangeError(`not a latency histogram: ${scratch.countsArrayLength} buckets`);
+  let filled = 0;
+  for (let i = 0; i < LATENCY_BUCKETS; i++) if (scratch.getCountAtIndex(i) > 0) filled++;
+  const indexes = new Uint16Array(filled);
+  const counts = new Float64Array(filled);
+  for (let i = 0, k = 0; i < LATENCY_BUCKETS; i++) {
+    const count = scratch.getCountAtIndex(i);
+    if (count === 0) continue;
+    indexes[k] = i;
+    counts[k++] = count;
+  }
+  return { indexes, counts };
+}
+
+/**
+ * Adds the sparse histograms to `into` (a dense one of the `newLatencyHistogram` geometry, e.g.
+ * fresh or `reset()`), with the count, min and max that adding their dense forms gives.
+ */
+export function addSparse(into: Histogram, sparse: readonly SparseHistogram[]): void {
+  const target = dense(into);
+  if (target.countsArrayLength !== LATENCY_BUCKETS)
+    throw new RangeError(`not a latency histogram: ${target.countsArrayLength} buckets`);
+  for (const { indexes, counts } of sparse)
+    for (let k = 0; k < indexes.length; k++) target.addToCountAtIndex(indexes[k], counts[k]);
+  // Total, min and max from the counts: as `add` sets them from each decoded histogram's own.
+  target.establishInternalTackingValues();
+}
+
 /** Summary of one latency distribution, in milliseconds; null fields when there is no value. */
 export interface Quantiles {
   count: number;

@@ -6,8 +6,6 @@ const { existsSync, statSync, readdirSync } = require('node:fs');
 const { join } = require('node:path');
 const { execFileSync } = require('node:child_process');
 
-const { relaunch, relaunchEnv } = require('./malloc-arenas');
-
 const root = join(__dirname, '..');
 const entry = join(root, 'dist', 'apps', 'cli', 'src', 'main.js');
 
@@ -31,15 +29,9 @@ function stale() {
   return newestSource(join(root, 'apps')) > built || newestSource(join(root, 'libs')) > built;
 }
 
-const env = relaunchEnv(process.env, process.platform);
-if (env !== null) relaunch(env);
-else start();
-
-function start() {
-  if (stale()) {
-    execFileSync(process.execPath, [join(root, 'scripts', 'build.js')], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-  }
-  require(entry);
+if (stale()) {
+  execFileSync(process.execPath, [join(root, 'scripts', 'build.js')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
+require(entry);

@@ -2,15 +2,40 @@
  * What the shadow gateway adds to production's path: latency of the same requests sent straight
  * to a primary and through `startShadowGateway` in front of it (copies mirrored to a receiver
  * that answers 202), alternating rounds, each process on its own core where `taskset` exists.
- * Run: node -r ./bench/ts-register.js bench/shadow-gateway.bench.ts [rounds] [requests] [concurrency]
- * (BENCH_PORT_BASE=N: ports N..N+2 instead of random ones in 19000-19501).
- * Prints P50/P99 per side and the difference, then the gateway's copy counts; never fails on timing.
+ * Run: node -r ./bench/ts-register.js bench/shadow-gateway.bench.ts [rounds] [requests] [concurrency] [sampleRate]
+ * (BENCH_PORT_BASE=N: ports N..N+2 instead of random ones in 19000-19501; BENCH_GATEWAY_CPU_PROF=dir:
+ * the gateway runs under `node --cpu-prof`, one profile per thread in dir).
+ * Prints P50/P99 per side and the difference, and per round the copies made and dropped and the
+ * CPU time of the gateway's threads; never fails on timing.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
 
 const role = process.argv[2];
+
+/** What the gateway child answers to a 'stats' message: its counts and its threads' CPU time. */
+interface GatewayReport {
+  forwarded: number;
+  copied: number;
+  copiesDropped: number;
+  copiesFailed: number;
+  /** On-CPU time (Linux schedstat) of each thread, ns, by thread id; the main one forwards. */
+  cpuNsByThread: Record<string, number>;
+}
+
+/** On-CPU ns of each of this process's threads ({} without /proc). */
+function threadCpuNs(): Record<string, number> {
+  const cpu: Record<string, number> = {};
+  try {
+    for (const tid of readdirSync('/proc/self/task'))
+      cpu[tid] = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    // not Linux: the CPU columns read 0
+  }
+  return cpu;
+}
 
 /** A primary answering one fixed non-streamed chat completion; a receiver answering 202. */
 function serveFixed(port: number, status: number, body: string): void {
@@ -40,25 +65,31 @@ async function child(): Promise<void> {
       port,
       primary: `http://127.0.0.1:${process.argv[4]}`,
       mirror: { url: `http://127.0.0.1:${process.argv[5]}/mirror` },
+      sampleRate: Number(process.argv[6]),
     });
-    // Latency alone does not say whether the copies were made: the counts, when the bench ends it.
-    const loop = performance.eventLoopUtilization();
-    process.once('SIGTERM', () => {
-      const s = gateway.stats();
-      // The forwarding loop's own busy time (not the copy thread's), per forwarded request.
-      const busyUs = (performance.eventLoopUtilization(loop).active * 1000) / Math.max(1, s.forwarded);
-      process.stdout.write(
-        `gateway: forwarded ${s.forwarded}, copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed}; forwarding loop busy ${busyUs.toFixed(1)} us per request\n`,
-      );
-      process.exit(0);
+    // Latency alone does not say whether the copies were made: the counts, and the CPU time the
+    // threads took (the event loop's busy time would count time spent preempted as busy).
+    process.on('message', () => {
+      const { forwarded, copied, copiesDropped, copiesFailed } = gateway.stats();
+      const report: GatewayReport = {
+        forwarded,
+        copied,
+        copiesDropped,
+        copiesFailed,
+        cpuNsByThread: threadCpuNs(),
+      };
+      process.send?.(report);
     });
+    process.once('SIGTERM', () => process.exit(0));
   }
   process.send?.('ready');
 }
 
 function start(args: string[], core: number): Promise<ChildProcess> {
   const taskset = process.platform === 'linux' ? ['taskset', '-c', String(core)] : [];
-  const argv = [process.execPath, '-r', `${__dirname}/ts-register.js`, __filename, ...args];
+  const profile = process.env.BENCH_GATEWAY_CPU_PROF;
+  const flags = args[0] === 'gateway' && profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const argv = [process.execPath, ...flags, '-r', `${__dirname}/ts-register.js`, __filename, ...args];
   const [cmd, ...rest] = taskset.length ? [...taskset, ...argv] : argv;
   const proc = spawn(cmd, rest, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
@@ -93,34 +124,65 @@ async function measure(url: string, requests: number, concurrency: number): Prom
   return latencies.sort((a, b) => a - b);
 }
 
+function gatewayReport(gateway: ChildProcess): Promise<GatewayReport> {
+  return new Promise((resolve) => {
+    gateway.once('message', (report: GatewayReport) => resolve(report));
+    gateway.send('stats');
+  });
+}
+
 const q = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
 async function main(): Promise<void> {
   const rounds = Number(process.argv[2] ?? 5);
   const requests = Number(process.argv[3] ?? 2000);
   const concurrency = Number(process.argv[4] ?? 8);
+  const sampleRate = process.argv[5] ?? '1';
   // BENCH_PORT_BASE pins the three ports (base..base+2), e.g. to a range this host reserved.
   const base = Number(process.env.BENCH_PORT_BASE ?? 19000 + Math.floor(Math.random() * 500));
   const [primaryPort, receiverPort, gatewayPort] = [base, base + 1, base + 2];
   const children = [
     await start(['primary', String(primaryPort)], 0),
     await start(['receiver', String(receiverPort)], 0),
-    await start(['gateway', String(gatewayPort), String(primaryPort), String(receiverPort)], 1),
+    await start(['gateway', String(gatewayPort), String(primaryPort), String(receiverPort), sampleRate], 1),
   ];
+  const gateway = children[2];
   try {
-    await measure(`http://127.0.0.1:${primaryPort}`, 500, concurrency); // warm-up
-    await measure(`http://127.0.0.1:${gatewayPort}`, 500, concurrency);
-    const rows: string[] = [];
+    // Warm-up: with 500 requests a side the first two rounds still ran V8's compiler threads
+    // (the gateway's other threads took 40-170 us of CPU per request there, 5-10 later).
+    await measure(`http://127.0.0.1:${primaryPort}`, 4000, concurrency);
+    await measure(`http://127.0.0.1:${gatewayPort}`, 4000, concurrency);
+    process.stdout.write(`sample rate ${sampleRate}\n`);
     for (let r = 0; r < rounds; r++) {
       const direct = await measure(`http://127.0.0.1:${primaryPort}`, requests, concurrency);
+      const before = await gatewayReport(gateway);
+      const started = performance.now();
       const via = await measure(`http://127.0.0.1:${gatewayPort}`, requests, concurrency);
-      rows.push(
-        `round ${r + 1}: direct P50 ${q(direct, 0.5).toFixed(3)} P99 ${q(direct, 0.99).toFixed(3)} ms | gateway P50 ${q(via, 0.5).toFixed(3)} P99 ${q(via, 0.99).toFixed(3)} ms | added P50 ${(q(via, 0.5) - q(direct, 0.5)).toFixed(3)} P99 ${(q(via, 0.99) - q(direct, 0.99)).toFixed(3)} ms`,
+      const seconds = (performance.now() - started) / 1000;
+      // Copies still on their way settle in the next round's counts (or the last report's).
+      const after = await gatewayReport(gateway);
+      const forwarded = after.forwarded - before.forwarded;
+      const copied = after.copied - before.copied;
+      // The forwarding thread; the busiest other one (the copy thread when copies are made); the rest.
+      const spent = Object.entries(after.cpuNsByThread).map(
+        ([tid, ns]) => [tid, ns - (before.cpuNsByThread[tid] ?? 0)] as const,
       );
-      process.stdout.write(`${rows.at(-1)}\n`);
+      const forwardingNs = spent.find(([tid]) => Number(tid) === gateway.pid)?.[1] ?? 0;
+      const others = spent.filter(([tid]) => Number(tid) !== gateway.pid).map(([, ns]) => ns);
+      const busiestNs = Math.max(0, ...others);
+      const restNs = others.reduce((a, b) => a + b, 0) - busiestNs;
+      const cpuUs = (ns: number) => (ns / 1000 / forwarded).toFixed(1);
+      process.stdout.write(
+        `round ${r + 1}: direct P50 ${q(direct, 0.5).toFixed(3)} P99 ${q(direct, 0.99).toFixed(3)} ms | gateway P50 ${q(via, 0.5).toFixed(3)} P99 ${q(via, 0.99).toFixed(3)} ms | added P50 ${(q(via, 0.5) - q(direct, 0.5)).toFixed(3)} P99 ${(q(via, 0.99) - q(direct, 0.99)).toFixed(3)} ms` +
+          ` | copied ${copied} (${Math.round(copied / seconds)}/s), dropped ${after.copiesDropped - before.copiesDropped}, failed ${after.copiesFailed - before.copiesFailed}` +
+          ` | CPU per request: forwarding thread ${cpuUs(forwardingNs)} us, busiest other ${cpuUs(busiestNs)} us, rest ${cpuUs(restNs)} us\n`,
+      );
     }
+    const last = await gatewayReport(gateway);
+    process.stdout.write(
+      `gateway in all (warm-up included): forwarded ${last.forwarded}, copied ${last.copied}, dropped ${last.copiesDropped}, failed ${last.copiesFailed}\n`,
+    );
   } finally {
-    // Waits for them, so the gateway's counts are printed before this ends.
     await Promise.all(children.map((c) => new Promise((exited) => (c.once('exit', exited), c.kill()))));
   }
 }

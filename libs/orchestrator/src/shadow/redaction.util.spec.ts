@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { RedactionRulesSchema } from '@fathom/contracts';
-import { compileRedactor, redactDeep } from './redaction.util';
+import { BUILT_IN_RULES, compileRedactor, redactDeep } from './redaction.util';
 
 const all = compileRedactor(RedactionRulesSchema.parse({}));
 
@@ -15,6 +16,7 @@ describe(compileRedactor.name, () => {
     ['an email with a Cyrillic domain', 'пишите иван@пример.рф', 'иван@пример.рф'],
     ['a password phrase', 'my password: hunter2 thanks', 'hunter2'],
     ['a password in another language', 'contraseña = Tr0ub4dor&3', 'Tr0ub4dor&3'],
+    ['a password spelt with long s (RE2 folds case as Unicode does)', 'my pa\u017f\u017fword: hunter2', 'hunter2'],
     [
       'a JWT',
       'token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl here',
@@ -58,6 +60,57 @@ describe(compileRedactor.name, () => {
     // Backtracking engines take exponential time here (V8: minutes at 30 characters).
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(sut('xaaa')).toBe('x[REDACTED]');
+  });
+
+  // Pieces of what the rules look for, so that random texts come near to and into matches.
+  const piece = fc.constantFrom(
+    ...'aAeEkKsSyJIPpWwdDoOrRtTnNcCbBfF0123456789 +-_.()@:=/\u017f\u212añÑ'.split(''),
+    ...['pass', 'PaSSwoRD', 'pa\u017f\u017fword', 'pwd', 'secret', 'contraseña', 'CONTRASEÑA', 'senha'],
+    ...['eyJ', 'AKIA', 'ASCA', 'sk-', 'key_', 'api-', 'Bearer ', 'bEaReR', 'deadbeef'.repeat(4), 'x@y.fr'],
+  );
+  // Digit groups: "+1 2 3" is a phone number with no two digits side by side.
+  const phoneish = fc
+    .tuple(
+      fc.constantFrom('+', '(', ''),
+      fc.array(fc.tuple(fc.oneof(fc.nat(9), fc.nat(9999)), fc.constantFrom(' ', '.', '-', ') ', '')), {
+        minLength: 1,
+        maxLength: 5,
+      }),
+    )
+    .map(([lead, groups]) => lead + groups.map(([digits, separator]) => `${digits}${separator}`).join(''));
+  const text = fc.oneof(
+    fc.array(piece, { maxLength: 24 }).map((parts) => parts.join('')),
+    phoneish,
+    fc.string({ unit: 'grapheme', maxLength: 60 }),
+  );
+
+  it('skips a rule only where it cannot match: every text a rule matches meets its pre-check', () => {
+    fc.assert(
+      fc.property(text, (sample) => {
+        for (const { pattern, mayMatch } of BUILT_IN_RULES)
+          if (pattern.matcher(sample).find())
+            expect({ sample, mayMatch: mayMatch.test(sample) }).toEqual({ sample, mayMatch: true });
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('redacts as the rules without pre-checks do', () => {
+    const unchecked = compileRedactor(
+      RedactionRulesSchema.parse({
+        emails: false,
+        keys: false,
+        numbers: false,
+        patterns: BUILT_IN_RULES.map(({ pattern, replacement }) => ({
+          regex: pattern.pattern(),
+          replacement,
+        })),
+      }),
+    );
+    fc.assert(
+      fc.property(text, (sample) => expect(all(sample)).toBe(unchecked(sample))),
+      { numRuns: 3000 },
+    );
   });
 
   it('refuses a pattern RE2 cannot run, naming it', () => {

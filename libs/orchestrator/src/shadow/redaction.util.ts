@@ -1,31 +1,64 @@
 import { RE2JS } from 're2js';
 import type { RedactionRules } from '@fathom/contracts';
 
-const EMAIL = RE2JS.compile(
+/**
+ * A built-in rule: the RE2 pattern (linear time whatever the text) and `mayMatch`, a condition
+ * every text it matches meets (a character or a short run it cannot match without), checked
+ * first with V8's own engine: most strings of a request (keys, roles, model names, prose) meet
+ * none, and re2js, an interpreter, costs microseconds per pattern even on a short string.
+ * `mayMatch` patterns are plain literals or bounded classes, so they cannot backtrack far.
+ */
+export interface BuiltInRule {
+  readonly pattern: RE2JS;
+  readonly mayMatch: RegExp;
+  readonly replacement: string;
+}
+
+const rule = (source: string, mayMatch: RegExp, replacement: string): BuiltInRule => ({
+  pattern: RE2JS.compile(source),
+  mayMatch,
+  replacement,
+});
+
+const EMAIL = rule(
   '[\\p{L}\\p{N}._%+\\-]+@[\\p{L}\\p{N}\\-]+(?:\\.[\\p{L}\\p{N}\\-]+)*\\.\\p{L}{2,}',
+  /@/,
+  '[EMAIL]',
 );
+const key = (source: string, mayMatch: RegExp) => rule(source, mayMatch, '[KEY]');
 const KEYS = [
   // JWT: header.payload.signature, base64url, the header always starts with {" = eyJ.
-  'eyJ[A-Za-z0-9_\\-]+\\.[A-Za-z0-9_\\-]+\\.[A-Za-z0-9_\\-]*',
+  key('eyJ[A-Za-z0-9_\\-]+\\.[A-Za-z0-9_\\-]+\\.[A-Za-z0-9_\\-]*', /eyJ/),
   // AWS access key ids (AKIA long-term, ASIA temporary, ...).
-  '\\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}\\b',
-  // Passwords and secrets written out: the value after the word.
-  '(?i)\\b(?:password|passwd|pwd|passphrase|secret|mot de passe|contraseña|passwort|senha)\\s*(?:is|:|=)\\s*\\S+',
-  '\\b(?:sk|pk|rk|api|key)[\\-_][A-Za-z0-9_\\-]{8,}\\b',
-  '(?i)\\bBearer\\s+[A-Za-z0-9._~+/=\\-]{8,}',
-  '\\b[A-Fa-f0-9]{32,}\\b',
+  key(
+    '\\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}\\b',
+    /A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA|PKA|SCA)/,
+  ),
+  // Passwords and secrets written out: the value after the word. RE2's (?i) folds as Unicode's
+  // simple case folding, as V8's `iu` does (so "paſſword" is caught by both).
+  key(
+    '(?i)\\b(?:password|passwd|pwd|passphrase|secret|mot de passe|contraseña|passwort|senha)\\s*(?:is|:|=)\\s*\\S+',
+    /pass|pwd|secret|contraseña|senha/iu,
+  ),
+  key('\\b(?:sk|pk|rk|api|key)[\\-_][A-Za-z0-9_\\-]{8,}\\b', /(?:sk|pk|rk|api|key)[-_]/),
+  key('(?i)\\bBearer\\s+[A-Za-z0-9._~+/=\\-]{8,}', /bearer/iu),
+  key('\\b[A-Fa-f0-9]{32,}\\b', /[A-Fa-f0-9]{32}/),
   // AWS secret access keys (40 base64 characters) and other long base64/base64url runs.
-  '[A-Za-z0-9/+_\\-]{40,}={0,2}',
-].map((source) => RE2JS.compile(source));
+  key('[A-Za-z0-9/+_\\-]{40,}={0,2}', /[A-Za-z0-9/+_-]{40}/),
+];
 /** Phone numbers in any grouping, then any remaining run of 3+ digits. */
-const PHONE = RE2JS.compile(
+const PHONE = rule(
   [
     '\\+\\d{1,3}(?:[ .\\-]?\\(?\\d{1,4}\\)?){2,5}', // international: +44 20 7946 0958
     '\\(\\d{2,4}\\)[ .\\-]?\\d{2,4}(?:[ .\\-]\\d{2,5}){0,3}', // (555) 123-4567
     '\\d{2,4}(?:[ .\\-]\\d{2,5}){2,4}', // 555.123.4567; a plain digit run is a [NUMBER]
   ].join('|'),
+  /\d/, // "+1 2 3" is one: no two digits need be adjacent
+  '[PHONE]',
 );
-const NUMBERS = RE2JS.compile('\\d{3,}');
+const NUMBERS = rule('\\d{3,}', /\d{3}/, '[NUMBER]');
+/** Every built-in rule, for the property test of `mayMatch`. */
+export const BUILT_IN_RULES: readonly BuiltInRule[] = [EMAIL, ...KEYS, PHONE, NUMBERS];
 
 /** Request fields whose numbers are settings, not data: kept so the targets get the same request. */
 const SETTING_KEYS = new Set([
@@ -51,13 +84,19 @@ export interface Redactor {
 }
 
 export function compileRedactor(rules: RedactionRules): Redactor {
-  const steps: Array<[RE2JS, string]> = [];
-  if (rules.emails) steps.push([EMAIL, '[EMAIL]']);
-  if (rules.keys) for (const pattern of KEYS) steps.push([pattern, '[KEY]']);
-  if (rules.numbers) steps.push([PHONE, '[PHONE]'], [NUMBERS, '[NUMBER]']);
-  for (const p of rules.patterns) steps.push([RE2JS.compile(p.regex), p.replacement]);
-  const redact = (text: string) =>
-    steps.reduce((out, [pattern, replacement]) => pattern.matcher(out).replaceAll(replacement), text);
+  // A caller's pattern has no `mayMatch`: it always runs.
+  const steps: Array<{ pattern: RE2JS; mayMatch: RegExp | null; replacement: string }> = [];
+  if (rules.emails) steps.push(EMAIL);
+  if (rules.keys) steps.push(...KEYS);
+  if (rules.numbers) steps.push(PHONE, NUMBERS);
+  for (const p of rules.patterns)
+    steps.push({ pattern: RE2JS.compile(p.regex), mayMatch: null, replacement: p.replacement });
+  const redact = (text: string) => {
+    let out = text;
+    for (const { pattern, mayMatch, replacement } of steps)
+      if (mayMatch === null || mayMatch.test(out)) out = pattern.matcher(out).replaceAll(replacement);
+    return out;
+  };
   return Object.assign(redact, { rules });
 }
 

@@ -6,7 +6,10 @@ export interface MirrorWorkerData {
   /** The mirror receiver, and the bearer token it wants (if any). */
   readonly url: string;
   readonly token: string | null;
-  /** A copy not accepted within this is abandoned (counted failed), ms. */
+  /**
+   * A copy is abandoned (counted failed) when the receiver does not take the connection, or does
+   * not answer once the copy is sent, within this, ms.
+   */
   readonly copyTimeoutMs: number;
   /** After the receiver answered 404, copying pauses this long, ms. */
   readonly pauseOnNotLiveMs: number;
@@ -14,13 +17,14 @@ export interface MirrorWorkerData {
 }
 
 /**
- * Main -> worker: one request body to copy. `body` is transferred (the worker owns it); `intent`
- * is the caller's `x-fathom-intent` header when it had exactly one.
+ * Main -> worker: the request bodies to copy that one turn of the forwarding loop offered.
+ * `bodies` are transferred (the worker owns them); `intents[i]` is the `x-fathom-intent` header
+ * of the request of `bodies[i]` (repeats joined by ", "), null without one.
  */
-export interface MirrorCopyCommand {
-  readonly type: 'copy';
-  readonly body: ArrayBuffer;
-  readonly intent: string | null;
+export interface MirrorCopiesCommand {
+  readonly type: 'copies';
+  readonly bodies: ArrayBuffer[];
+  readonly intents: Array<string | null>;
 }
 
 /**

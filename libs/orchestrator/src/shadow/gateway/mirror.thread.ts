@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { defaultRestartBackoffMs, startWorkerThread } from '@fathom/semantic';
-import type { MirrorCopyCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
+import type { MirrorCopiesCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
 
 export interface MirrorThreadOptions extends MirrorWorkerData {
   /** Share of offered bodies copied, 0..1. */
@@ -31,8 +31,10 @@ const STABLE_AFTER_MS = 60_000;
 /**
  * The shadow gateway's copy thread (`mirror.worker`), seen from the forwarding loop. `offer` is
  * the only call on that loop's path: the pause and sampling decision, the pending cap, one copy
- * of the body into a buffer that is transferred. Invariants:
- * - `pending` = copies handed over and not reported settled; never above `maxPending`;
+ * of the body into a buffer; the buffers offered in one turn of that loop go over in one message
+ * (transferred) at its end. Invariants:
+ * - `pending` = copies offered (batched or handed over) and not reported settled; never above
+ *   `maxPending`;
  * - an offer while no thread is ready (starting, restarting) is dropped and counted;
  * - the thread dies (crash, `terminate`): its pending copies count as failed, it is restarted
  *   after a backoff; a thread that is alive but stuck keeps its copies until the cap, and later
@@ -51,6 +53,8 @@ export class MirrorThread {
   private readySince = 0;
   private restartTimer: NodeJS.Timeout | null = null;
   private whenReady: { resolve: () => void; reject: (error: Error) => void } | null = null;
+  /** Offered this turn, posted together by `flush` (scheduled with the first). */
+  private batch: MirrorCopiesCommand = { type: 'copies', bodies: [], intents: [] };
   private readonly counts = {
     copied: 0,
     copiesDropped: 0,
@@ -86,8 +90,20 @@ export class MirrorThread {
     const bytes = new Uint8Array(body.length);
     bytes.set(body);
     this.pending++;
-    const command: MirrorCopyCommand = { type: 'copy', body: bytes.buffer, intent };
-    worker.postMessage(command, [bytes.buffer]);
+    if (this.batch.bodies.length === 0) setImmediate(() => this.flush(worker));
+    this.batch.bodies.push(bytes.buffer);
+    this.batch.intents.push(intent);
+  }
+
+  /**
+   * Hands this turn's copies to `worker`; one message costs both threads less than one per copy.
+   * A batch of a thread that died meanwhile was cleared by `onExit` (counted there).
+   */
+  private flush(worker: Worker): void {
+    const batch = this.batch;
+    if (batch.bodies.length === 0 || worker !== this.worker) return;
+    this.batch = { type: 'copies', bodies: [], intents: [] };
+    worker.postMessage(batch, batch.bodies);
   }
 
   stats(): MirrorCounts {
@@ -163,8 +179,9 @@ export class MirrorThread {
     if (worker !== this.worker) return;
     this.worker = null;
     this.readyNow = false;
-    const lost = this.pending;
+    const lost = this.pending; // the batch not yet posted included
     this.pending = 0;
+    this.batch = { type: 'copies', bodies: [], intents: [] };
     this.whenReady?.reject(new Error(why));
     this.whenReady = null;
     if (!this.enabled) {

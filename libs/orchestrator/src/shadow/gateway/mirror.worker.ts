@@ -3,19 +3,34 @@
  * it, redacts it (`redactDeep` with the rules of `workerData`), and posts it to the mirror
  * receiver; reports what settled, coalesced per turn of this thread's event loop. All of it may
  * take this thread's time; none of it is the forwarding loop's.
+ *
+ * Copies arriving together are queued and made in slices of `SLICE_MS`, this thread sleeping
+ * `YIELD_MS` between two (see there), so a forwarding loop that shares its core never waits
+ * long for it.
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { request } from 'undici';
+import { Pool } from 'undici';
 import { compileRedactor, redactDeep } from '../redaction.util';
-import type { MirrorCopyCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
+import type { MirrorCopiesCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
 
 const port = parentPort;
 if (!port) throw new Error('mirror.worker runs only as a worker thread');
 const data = workerData as MirrorWorkerData;
 const redact = compileRedactor(data.rules);
-const authorization = data.token ? { authorization: `Bearer ${data.token}` } : {};
+const receiver = new URL(data.url);
+const path = `${receiver.pathname}${receiver.search}`;
+/**
+ * Keep-alive connections to the receiver, as many as copies in flight (at most the pending cap).
+ * Undici's own timeouts bound a copy, not an AbortSignal per copy: a signal and its timer cost
+ * about as much CPU as the POST itself (38 against 18 us per POST, measured on loopback).
+ */
+const pool = new Pool(receiver.origin, { connect: { timeout: data.copyTimeoutMs } });
+const headers: Record<string, string> = {
+  'content-type': 'application/json',
+  ...(data.token ? { authorization: `Bearer ${data.token}` } : {}),
+};
 
 /**
  * This thread yields the core to the forwarding loop: Linux keeps a nice value per thread, and
@@ -49,7 +64,13 @@ function settled(outcome: keyof typeof tally): void {
   }
 }
 
-function copy({ body, intent }: MirrorCopyCommand): void {
+/** A body to copy and the caller's intent header. */
+interface Copy {
+  readonly body: ArrayBuffer;
+  readonly intent: string | null;
+}
+
+function copy({ body, intent }: Copy): void {
   if (Date.now() < pausedUntil) return settled('skipped');
   let parsed: unknown;
   try {
@@ -57,16 +78,15 @@ function copy({ body, intent }: MirrorCopyCommand): void {
   } catch {
     return settled('skipped'); // not JSON: the primary will say so to the caller; nothing to compare
   }
-  request(data.url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      ...authorization,
-      ...(intent !== null ? { 'x-fathom-intent': intent } : {}),
-    },
-    body: JSON.stringify(redactDeep(parsed, redact)),
-    signal: AbortSignal.timeout(data.copyTimeoutMs),
-  })
+  pool
+    .request({
+      method: 'POST',
+      path,
+      headers: intent !== null ? { ...headers, 'x-fathom-intent': intent } : headers,
+      body: JSON.stringify(redactDeep(parsed, redact)),
+      headersTimeout: data.copyTimeoutMs,
+      bodyTimeout: data.copyTimeoutMs,
+    })
     .then(async (answer) => {
       await answer.body.dump();
       if (answer.statusCode === 202) return settled('copied');
@@ -76,5 +96,45 @@ function copy({ body, intent }: MirrorCopyCommand): void {
     .catch(() => settled('failed'));
 }
 
-port.on('message', copy);
+/**
+ * The copy thread's longest stretch on the core, then off it for `YIELD_MS`. Under SCHED_RR
+ * (timeslice 100 ms) a forwarding thread woken on this core waits until this thread blocks:
+ * draining a backlog up to the pending cap took it milliseconds. A sleep is the only way a Node
+ * thread has to hand the core over (no sched_yield); `Atomics.wait` sleeps 50 us where a timer
+ * sleeps 1 ms at least, but costs about 20 us of CPU a pause (measured). One copy takes 10-40
+ * us, so a slice makes a few. Bench (sample rate 1, RR): 0.05 ms slices dropped 40-60 % of the
+ * copies for no clear P99 gain; 0.2 ms dropped 1-5 %.
+ */
+const SLICE_MS = 0.2;
+const YIELD_MS = 0.05;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+const queue: Copy[] = [];
+let draining = false;
+
+/**
+ * One slice of the queued copies per turn of this thread's event loop (so the receiver's
+ * answers are read and reports go out between slices); between two slices, a pause.
+ */
+function drain(): void {
+  const until = performance.now() + SLICE_MS;
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    copy(next);
+    if (performance.now() >= until) break;
+  }
+  if (queue.length === 0) {
+    draining = false;
+    return;
+  }
+  Atomics.wait(sleeper, 0, 0, YIELD_MS);
+  setImmediate(drain);
+}
+
+port.on('message', ({ bodies, intents }: MirrorCopiesCommand) => {
+  bodies.forEach((body, i) => queue.push({ body, intent: intents[i] }));
+  if (!draining) {
+    draining = true;
+    setImmediate(drain); // after the other messages already here: they join the queue first
+  }
+});
+
 port.postMessage({ type: 'ready' } satisfies MirrorReport);

@@ -63,10 +63,32 @@ describe('shadow gateway', () => {
   let receiver: Awaited<ReturnType<typeof serve>>;
   const copies: Array<{ body: unknown; raw: string; headers: IncomingMessage['headers'] }> = [];
   let lastChunkSentAt = 0;
+  /** Requests to the primary's `/v1/hold` (an answer begun and never ended) that were closed. */
+  let holdsClosed = 0;
 
   beforeAll(async () => {
     primary = await serve((req, res, body) => {
       const request = body ? (JSON.parse(body) as { stream?: boolean }) : {};
+      if (req.url === '/v1/cookies') {
+        // Raw headers: a repeated one in two spellings, and a hop-by-hop one.
+        res.writeHead(200, [
+          'Set-Cookie',
+          'a=1',
+          'set-cookie',
+          'b=2',
+          'X-Trace',
+          't1',
+          'Keep-Alive',
+          'timeout=9',
+        ]);
+        return res.end('ok');
+      }
+      if (req.url === '/v1/hold') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: first\n\n');
+        req.once('close', () => holdsClosed++);
+        return;
+      }
       if (req.url !== '/v1/chat/completions') {
         res.writeHead(404, { 'content-type': 'application/json', 'x-request-id': 'r-404' });
         return res.end('{"error":"no such route"}');
@@ -135,6 +157,67 @@ describe('shadow gateway', () => {
       const notFound = await fetch(`${sut.url}/v1/nope`);
       expect(notFound.status).toBe(404);
       expect(await notFound.text()).toBe('{"error":"no such route"}');
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('passes repeated headers through in their order and drops hop-by-hop ones', async () => {
+    const sut = await gateway(null);
+    try {
+      const answer = await fetch(`${sut.url}/v1/cookies`);
+      expect(await answer.text()).toBe('ok');
+      expect(answer.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
+      expect(answer.headers.get('x-trace')).toBe('t1');
+      expect(answer.headers.get('keep-alive')).not.toBe('timeout=9');
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('ends the request to the primary when the caller leaves mid-answer', async () => {
+    const sut = await gateway(null);
+    try {
+      const before = holdsClosed;
+      const leave = new AbortController();
+      const answer = await fetch(`${sut.url}/v1/hold`, { signal: leave.signal });
+      const reader = answer.body!.getReader();
+      expect(Buffer.from((await reader.read()).value!).toString()).toBe('data: first\n\n');
+      leave.abort();
+      await waitFor(() => holdsClosed === before + 1, {
+        timeoutMs: 3000,
+        description: 'the primary saw it close',
+      });
+      expect(sut.stats()).toMatchObject({ forwarded: 1, primaryUnreachable: 0 });
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('copies each request of a concurrent burst once, none dropped below the cap', async () => {
+    copies.length = 0;
+    const sut = await gateway(`${receiver.url}/mirror`);
+    try {
+      const burst = 48; // below the default cap of 64; more than one turn's slice of the copy thread
+      const asked = Array.from({ length: burst }, (_, i) =>
+        fetch(`${sut.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `question ${i}` }] }),
+        }).then((answer) => answer.text()),
+      );
+      for (const text of await Promise.all(asked)) expect(text).toBe(JSON_ANSWER);
+      await waitFor(() => sut.stats().copied === burst, { timeoutMs: 5000, description: 'every copy' });
+      const questions = copies.map(
+        (c) => (c.body as { messages: Array<{ content: string }> }).messages[0].content,
+      );
+      expect(new Set(questions)).toEqual(new Set(Array.from({ length: burst }, (_, i) => `question ${i}`)));
+      expect(sut.stats()).toMatchObject({
+        forwarded: burst,
+        copied: burst,
+        copiesDropped: 0,
+        copiesFailed: 0,
+      });
     } finally {
       await sut.close();
     }
@@ -237,7 +320,9 @@ describe('shadow gateway', () => {
       await sut.terminateCopyWorker();
       const after = Array.from({ length: 4 }, (_, i) => askChat(sut.url, i % 2 === 1));
       const answers = await Promise.all([...during, ...after]);
-      answers.forEach((bytes, i) => expect(bytes.equals(i % 2 === 1 ? direct.sse : direct.json)).toBe(true));
+      answers.forEach((bytes, i) =>
+        expect(bytes.toString()).toBe((i % 2 === 1 ? direct.sse : direct.json).toString()),
+      );
       const dead = sut.stats();
       expect(dead).toMatchObject({ forwarded: 14, copied: 0, copyWorkerDeaths: 1, mirroring: true });
       // The 4 held copies and those of `during` handed over before the kill failed; the rest,

@@ -1,6 +1,6 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { RedactionRulesSchema } from '@fathom/contracts';
 import { MirrorThread, type MirrorCounts } from './mirror.thread';
 
@@ -63,14 +63,88 @@ const HOP_BY_HOP = new Set([
 /** After the receiver answered 404 (campaign stopped or gone), copying pauses this long, ms. */
 const PAUSE_ON_NOT_LIVE_MS = 5000;
 
-/** The headers of `from` but hop-by-hop ones and undefined values, in their order. */
-function endToEnd(from: IncomingHttpHeaders | Record<string, string | string[] | undefined>) {
-  const to: Record<string, string | string[]> = {};
-  for (const name in from) {
-    const value = from[name];
-    if (value !== undefined && !HOP_BY_HOP.has(name)) to[name] = value;
-  }
+/**
+ * Raw headers (name, value, name, value, ...) but hop-by-hop ones, in their order and spelling,
+ * repeated ones kept: what `writeHead` and undici take as they are, without a parsed object.
+ */
+function endToEnd(raw: readonly string[]): string[] {
+  const to: string[] = [];
+  for (let i = 0; i < raw.length; i += 2)
+    if (!HOP_BY_HOP.has(raw[i].toLowerCase())) to.push(raw[i], raw[i + 1]);
   return to;
+}
+
+/** The value of header `name` (lower case) as `req.headers` would give it: repeats joined by ", ". */
+function headerValue(raw: readonly string[], name: string): string | null {
+  let value: string | null = null;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i].length === name.length && raw[i].toLowerCase() === name)
+      value = value === null ? raw[i + 1] : `${value}, ${raw[i + 1]}`;
+  return value;
+}
+
+/** The request's body bytes, read with plain events (an async iterator costs more per request). */
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
+}
+
+/**
+ * Undici's handler for one forwarded request: the primary's status, headers (raw, but hop-by-hop
+ * ones) and body chunks go to the caller as they arrive, with backpressure; no stream or promise
+ * per answer in between. `answered` runs once the primary's status is in, before the caller's
+ * headers are written; `unreachable` when the primary failed before that (then nothing was
+ * written). A primary breaking off mid-answer breaks off the caller's connection too; a caller
+ * that leaves aborts the request to the primary.
+ */
+class ForwardToCaller implements Dispatcher.DispatchHandler {
+  private abort: ((error?: Error) => void) | null = null;
+  private done = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly answered: () => void,
+    private readonly unreachable: (error: Error) => void,
+  ) {
+    res.once('close', () => {
+      if (!this.done) this.abort?.(new Error('the caller left'));
+    });
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    this.abort = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx: the final answer follows
+    this.answered();
+    const headers: string[] = [];
+    for (let i = 0; i < rawHeaders.length; i += 2)
+      headers.push(rawHeaders[i].toString('latin1'), rawHeaders[i + 1].toString('latin1'));
+    this.res.writeHead(statusCode, endToEnd(headers));
+    this.res.on('drain', resume);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.res.write(chunk);
+  }
+
+  onComplete(): void {
+    this.done = true;
+    this.res.end();
+  }
+
+  onError(error: Error): void {
+    this.done = true;
+    if (this.res.destroyed) return; // the caller left: nobody to answer
+    if (this.res.headersSent) this.res.destroy();
+    else this.unreachable(error);
+  }
 }
 
 /** `/.../chat/completions`, with or without a query. */
@@ -113,42 +187,28 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
     : null;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks);
-    const headers = endToEnd(req.headers);
-    let answer;
-    try {
-      answer = await pool.request({
-        method: (req.method ?? 'GET') as 'GET',
-        path: `${prefix}${req.url ?? '/'}`,
-        headers,
-        body: body.length > 0 ? body : undefined,
-      });
-    } catch (error) {
+    const body = await readBody(req);
+    const answered = () => {
+      stats.forwarded++;
+      if (mirror !== null && req.method === 'POST' && isChatCompletions(req.url ?? ''))
+        mirror.offer(body, headerValue(req.rawHeaders, 'x-fathom-intent'));
+    };
+    const unreachable = (error: Error) => {
       stats.primaryUnreachable++;
-      if (!res.headersSent) {
-        res.writeHead(502, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            error: { message: `primary unreachable: ${(error as Error).message}`, type: 'bad_gateway' },
-          }),
-        );
-      }
-      return;
-    }
-    stats.forwarded++;
-    if (mirror !== null && req.method === 'POST' && isChatCompletions(req.url ?? '')) {
-      const intent = req.headers['x-fathom-intent'];
-      mirror.offer(body, typeof intent === 'string' ? intent : null);
-    }
-    res.writeHead(answer.statusCode, endToEnd(answer.headers));
-    try {
-      for await (const chunk of answer.body) res.write(chunk);
-      res.end();
-    } catch {
-      res.destroy(); // the primary broke off mid-answer: so does the caller's connection
-    }
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ error: { message: `primary unreachable: ${error.message}`, type: 'bad_gateway' } }),
+      );
+    };
+    pool.dispatch(
+      {
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        path: `${prefix}${req.url ?? '/'}`,
+        headers: endToEnd(req.rawHeaders),
+        body: body.length > 0 ? body : undefined,
+      },
+      new ForwardToCaller(res, answered, unreachable),
+    );
   };
 
   const server = createServer((req, res) => {

@@ -310,7 +310,12 @@ describe('shadow gateway', () => {
 
   it('keeps answering byte for byte when the copy thread dies mid-run, counts the lost copies, restarts it', async () => {
     const mirror = await holdingReceiver();
-    const sut = await gateway(`${mirror.url}/mirror`, { copyTimeoutMs: 30_000 });
+    // Restarted 3 s after the kill: long enough that every request below is asked while no thread
+    // is up, however slow the host (at 1 s a loaded host copied some of `after` on the new thread).
+    const sut = await gateway(`${mirror.url}/mirror`, {
+      copyTimeoutMs: 30_000,
+      copyRestartBackoffMs: () => 3000,
+    });
     try {
       const direct = { json: await askChat(primary.url, false), sse: await askChat(primary.url, true) };
       for (let i = 0; i < 4; i++) expect((await askChat(sut.url, false)).equals(direct.json)).toBe(true);
@@ -329,14 +334,14 @@ describe('shadow gateway', () => {
       // offered while no thread was up, were dropped. None is lost from the counts.
       expect(dead.copiesFailed).toBeGreaterThanOrEqual(4);
       expect(dead.copiesFailed + dead.copiesDropped).toBe(14);
-      // Restarted after 1 s: copies arrive again, redacted.
+      // Restarted after the backoff: copies arrive again, redacted.
       mirror.holding = false;
       await waitFor(
         async () => {
           expect((await askChat(sut.url, false)).equals(direct.json)).toBe(true);
           return sut.stats().copied > 0;
         },
-        { timeoutMs: 8000, intervalMs: 100, description: 'a copy accepted after the restart' },
+        { timeoutMs: 15_000, intervalMs: 100, description: 'a copy accepted after the restart' },
       );
       const last = mirror.arrivals.at(-1)!;
       expect(last).toContain('[EMAIL]');
@@ -346,7 +351,7 @@ describe('shadow gateway', () => {
       await sut.close();
       await mirror.close();
     }
-  }, 20_000);
+  }, 40_000);
 
   it('stops copying within a second of the kill switch, stays a proxy, and copies again when asked', async () => {
     const mirror = await holdingReceiver();

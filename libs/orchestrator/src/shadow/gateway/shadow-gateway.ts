@@ -23,6 +23,8 @@ export interface ShadowGatewayOptions {
   readonly maxPendingCopies?: number;
   /** A copy not accepted within this is abandoned (counted), ms. */
   readonly copyTimeoutMs?: number;
+  /** Delay before the copy thread's restart n after it died, ms; default 1 s doubling, at most 30 s. */
+  readonly copyRestartBackoffMs?: (consecutiveDeaths: number) => number;
 }
 
 /** The gateway's counts: its own forwarding, and its copy thread's (see `MirrorCounts`). */
@@ -42,7 +44,7 @@ export interface ShadowGateway {
    * is a pure proxy. true: copying starts again (resolves once the thread is ready).
    */
   setMirroring(enabled: boolean): Promise<void>;
-  /** Ends the copy thread as a crash would (it is restarted after 1 s). For operators and tests. */
+  /** Ends the copy thread as a crash would (it is restarted after the backoff). For operators and tests. */
   terminateCopyWorker(): Promise<void>;
   /** Stops listening, ends the copy thread, closes the connections to the primary. */
   close(): Promise<void>;
@@ -183,6 +185,7 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
         rules: RedactionRulesSchema.parse({}),
         sampleRate: options.sampleRate ?? 1,
         maxPending: options.maxPendingCopies ?? 64,
+        ...(options.copyRestartBackoffMs ? { restartBackoffMs: options.copyRestartBackoffMs } : {}),
       })
     : null;
 

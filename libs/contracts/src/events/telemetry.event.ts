@@ -185,12 +185,6 @@ export const GeneratorHealthSchema = z.object({
   e2eP50Ms: z.number().nonnegative(),
   /** Per-request records taken per second in this window (what the record budget let through). */
   recordBudgetPerSec: z.number().nonnegative(),
-  /**
-   * V8 heap in use on the engine's thread at the window's end (MB): its own isolate when the
-   * engine runs on a worker thread, which the process's `memoryUsage()` elsewhere does not count.
-   * Absent from older generators.
-   */
-  heapUsedMb: z.number().nonnegative().optional(),
 });
 export type GeneratorHealth = z.infer<typeof GeneratorHealthSchema>;
 

@@ -1,6 +1,5 @@
 import { cpus } from 'node:os';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
-import { getHeapStatistics } from 'node:v8';
 import type { GeneratorHealth } from '@fathom/contracts';
 import { newLatencyHistogram, recordMs } from './latency-histogram.util';
 
@@ -33,9 +32,9 @@ export function clientBoundReason(health: GeneratorHealth): string | null {
 }
 
 /**
- * Measures the generator's own health while it loads, one sample per window: event-loop delay,
- * utilisation and V8 heap of the thread it runs on (the engine's), the host's CPU busy ratio,
- * send lateness (actual minus intended send time) and the in-flight backlog. Single owner (the
+ * Measures the generator's own health while it loads, one sample per window: event-loop delay
+ * and utilisation of the thread it runs on (the engine's), the host's CPU busy ratio, send
+ * lateness (actual minus intended send time) and the in-flight backlog. Single owner (the
  * engine's event loop); `observeSend` is on the hot path (one histogram record).
  */
 export class GeneratorHealthMonitor {
@@ -76,8 +75,6 @@ export class GeneratorHealthMonitor {
       concurrency: this.concurrency,
       e2eP50Ms,
       recordBudgetPerSec: windowMs > 0 ? (records * 1000) / windowMs : 0,
-      // This thread's isolate: one C++ call, no walk of the heap.
-      heapUsedMb: getHeapStatistics().used_heap_size / 2 ** 20,
     };
     this.delay.reset();
     this.late.reset();

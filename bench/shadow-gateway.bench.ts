@@ -2,9 +2,16 @@
  * What the shadow gateway adds to production's path: latency of the same requests sent straight
  * to a primary and through `startShadowGateway` in front of it (copies mirrored to a receiver
  * that answers 202), alternating rounds, each process on its own core where `taskset` exists.
- * Run: node -r ./bench/ts-register.js bench/shadow-gateway.bench.ts [rounds] [requests] [concurrency] [sampleRate]
+ * Run: node -r ./bench/ts-register.js bench/shadow-gateway.bench.ts [rounds] [requests] [concurrency] [sampleRate] [rate]
  * (BENCH_PORT_BASE=N: ports N..N+2 instead of random ones in 19000-19501; BENCH_GATEWAY_CPU_PROF=dir:
  * the gateway runs under `node --cpu-prof`, one profile per thread in dir).
+ * Without `rate` the client is closed-loop (each of `concurrency` users sends its next request
+ * when the last one ends: the gateway at saturation). With `rate` (requests per second) it is
+ * open-loop: requests are sent on a fixed schedule, at most `concurrency` in flight. A latency
+ * runs from the actual send (timers fire up to a millisecond late, the same on both sides); the
+ * sends more than 2 ms behind schedule are counted and printed, so a side that held all
+ * `concurrency` slots and fell behind shows. A production gateway runs below saturation; this is
+ * that case.
  * Prints P50/P99 per side and the difference, and per round the copies made and dropped and the
  * CPU time of the gateway's threads; never fails on timing.
  */
@@ -98,17 +105,33 @@ function start(args: string[], core: number): Promise<ChildProcess> {
   });
 }
 
-async function measure(url: string, requests: number, concurrency: number): Promise<number[]> {
+/** Latencies, sorted; `late`: open-loop sends more than 2 ms behind their schedule. */
+async function measure(
+  url: string,
+  requests: number,
+  concurrency: number,
+  rate?: number,
+): Promise<number[] & { late?: number }> {
   const pool = new Pool(url, { connections: concurrency });
   const body = JSON.stringify({
     model: 'm',
     messages: [{ role: 'user', content: 'Say hello to ada@example.com' }],
   });
-  const latencies: number[] = [];
+  const latencies: number[] & { late?: number } = [];
+  let late = 0;
   let next = 0;
+  const begin = performance.now();
   const worker = async () => {
-    while (next++ < requests) {
-      const t0 = performance.now();
+    while (next < requests) {
+      const k = next++;
+      let t0 = performance.now();
+      if (rate !== undefined) {
+        // Open loop: request k is due at begin + k / rate.
+        const due = begin + (k * 1000) / rate;
+        if (due > t0) await new Promise((woken) => setTimeout(woken, due - t0));
+        t0 = performance.now();
+        if (t0 - due > 2) late++;
+      }
       const res = await pool.request({
         method: 'POST',
         path: '/v1/chat/completions',
@@ -121,7 +144,9 @@ async function measure(url: string, requests: number, concurrency: number): Prom
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   await pool.close();
-  return latencies.sort((a, b) => a - b);
+  latencies.sort((a, b) => a - b);
+  if (rate !== undefined) latencies.late = late;
+  return latencies;
 }
 
 function gatewayReport(gateway: ChildProcess): Promise<GatewayReport> {
@@ -138,6 +163,7 @@ async function main(): Promise<void> {
   const requests = Number(process.argv[3] ?? 2000);
   const concurrency = Number(process.argv[4] ?? 8);
   const sampleRate = process.argv[5] ?? '1';
+  const rate = process.argv[6] === undefined ? undefined : Number(process.argv[6]);
   // BENCH_PORT_BASE pins the three ports (base..base+2), e.g. to a range this host reserved.
   const base = Number(process.env.BENCH_PORT_BASE ?? 19000 + Math.floor(Math.random() * 500));
   const [primaryPort, receiverPort, gatewayPort] = [base, base + 1, base + 2];
@@ -152,12 +178,14 @@ async function main(): Promise<void> {
     // (the gateway's other threads took 40-170 us of CPU per request there, 5-10 later).
     await measure(`http://127.0.0.1:${primaryPort}`, 4000, concurrency);
     await measure(`http://127.0.0.1:${gatewayPort}`, 4000, concurrency);
-    process.stdout.write(`sample rate ${sampleRate}\n`);
+    process.stdout.write(
+      `sample rate ${sampleRate}, ${rate === undefined ? 'closed loop (saturation)' : `open loop at ${rate} req/s`}\n`,
+    );
     for (let r = 0; r < rounds; r++) {
-      const direct = await measure(`http://127.0.0.1:${primaryPort}`, requests, concurrency);
+      const direct = await measure(`http://127.0.0.1:${primaryPort}`, requests, concurrency, rate);
       const before = await gatewayReport(gateway);
       const started = performance.now();
-      const via = await measure(`http://127.0.0.1:${gatewayPort}`, requests, concurrency);
+      const via = await measure(`http://127.0.0.1:${gatewayPort}`, requests, concurrency, rate);
       const seconds = (performance.now() - started) / 1000;
       // Copies still on their way settle in the next round's counts (or the last report's).
       const after = await gatewayReport(gateway);

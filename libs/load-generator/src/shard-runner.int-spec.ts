@@ -10,7 +10,13 @@ import {
   type RunLifecycle,
 } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
-import { EngineThread, InlineShardHost, ThreadShardHost, type ShardHost } from './engine-thread';
+import {
+  EngineThread,
+  InlineShardHost,
+  ThreadShardHost,
+  startEngineThreadEarly,
+  type ShardHost,
+} from './engine-thread';
 import { ShardControls } from './shard-controls';
 import { ShardRunnerService } from './shard-runner.service';
 import { parseLoadGeneratorSettings } from './load-generator.settings';
@@ -160,6 +166,41 @@ describe(ShardRunnerService.name, () => {
     const seqs = (o: ShardOutcome) =>
       o.records.map((r) => Number(r.requestId.split('-').pop())).sort((a, b) => a - b);
     expect(new Set(seqs(worker)).size).toBe(worker.records.length);
+  }, 30_000);
+
+  it('adopts the engine thread started early as its first spare', async () => {
+    startEngineThreadEarly();
+    let made = 0;
+    const host = new ThreadShardHost(5_000, () => (made++, new EngineThread()));
+    try {
+      await host.warm();
+      expect(made).toBe(0);
+      // Adopted once: the next host makes its own.
+      const other = new ThreadShardHost(5_000, () => (made++, new EngineThread()));
+      await other.warm();
+      await other.close();
+      expect(made).toBe(1);
+    } finally {
+      await host.close();
+    }
+  }, 30_000);
+
+  it('starts the next spare a while after a shard ends, not at once', async () => {
+    let made = 0;
+    const host = new ThreadShardHost(1_500, () => (made++, new EngineThread()));
+    const generator = await startGenerator(host);
+    try {
+      const outcome = await generator.run(specOf({ concurrency: 2, durationMs: 300 }));
+      expect(outcome.end.phase).toBe('shard-finished');
+      // The boot spare ran the shard; no other thread yet.
+      expect(made).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(made).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(made).toBe(2);
+    } finally {
+      await generator.close();
+    }
   }, 30_000);
 
   it('stops a worker shard within a second of the run abort', async () => {

@@ -3,7 +3,11 @@ import { openDatabase, RunRepository, snapshotDirFromEnv, type Database } from '
 import type { Bus } from '@fathom/bus';
 import type { LogLevel } from '@nestjs/common';
 import { CampaignService } from '@fathom/orchestrator';
-import { ShardRunnerService } from '@fathom/load-generator';
+import {
+  LoadGeneratorSettingsSchema,
+  ShardRunnerService,
+  startEngineThreadEarly,
+} from '@fathom/load-generator';
 import { SemanticMonitorService } from '@fathom/semantic-monitor';
 import { createFathomApp, type FathomApp } from './fathom-app';
 import { SERVICE_NAMES } from '@fathom/contracts';
@@ -35,6 +39,12 @@ export interface EmbeddedFathom {
 
 /** All five services in this process, on the in-memory bus and embedded PostgreSQL (PGlite). */
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedFathom> {
+  // The load engine's thread loads its code on another core while the store and services start
+  // (an invalid setting is left for the app's own settings check to name).
+  const engineThread = LoadGeneratorSettingsSchema.shape.FATHOM_ENGINE_THREAD.safeParse(
+    process.env.FATHOM_ENGINE_THREAD,
+  );
+  if (engineThread.success && engineThread.data === 'worker') startEngineThreadEarly();
   const bus = await createBus({ kind: 'memory' });
   // An in-memory store starts from the cached snapshot of an empty, migrated one (FATHOM_CACHE_DIR).
   const database = await openDatabase({

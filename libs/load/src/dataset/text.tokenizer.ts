@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import type { TokenizerSpec } from '@fathom/contracts';
-import * as cl100k from 'gpt-tokenizer/cjs/encoding/cl100k_base';
 import * as o200k from 'gpt-tokenizer/cjs/encoding/o200k_base';
 import { DatasetParseError } from './dataset-parse.error';
 import { ONE_TOKEN_WORDS } from './synthetic-text.util';
@@ -27,7 +26,11 @@ function fromCounter(name: string, count: (text: string) => number): TextTokeniz
 }
 
 export const O200K_BASE: TextTokenizer = fromCounter('o200k_base', (t) => o200k.countTokens(t));
-export const CL100K_BASE: TextTokenizer = fromCounter('cl100k_base', (t) => cl100k.countTokens(t));
+/**
+ * cl100k_base, loaded on first use: its ranks cost ~90 ms to load in every thread that imports
+ * this file (the main thread and each engine thread), and few scenarios ask for it.
+ */
+let cl100kBase: Promise<TextTokenizer> | null = null;
 
 interface HfTokenizerLike {
   encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[] };
@@ -36,7 +39,10 @@ interface HfTokenizerLike {
 /** The tokenizer a scenario names (absent: o200k_base). A `tokenizer.json` is read and checked. */
 export async function loadTokenizer(spec: TokenizerSpec | undefined): Promise<TextTokenizer> {
   if (spec === undefined || spec === 'o200k_base') return O200K_BASE;
-  if (spec === 'cl100k_base') return CL100K_BASE;
+  if (spec === 'cl100k_base')
+    return (cl100kBase ??= import('gpt-tokenizer/cjs/encoding/cl100k_base').then((cl100k) =>
+      fromCounter('cl100k_base', (t) => cl100k.countTokens(t)),
+    ));
   const text = await readFile(spec.path, 'utf8').catch((error: Error) => {
     throw new DatasetParseError(spec.path, 0, `cannot read: ${error.message}`);
   });

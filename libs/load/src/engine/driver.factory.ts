@@ -1,11 +1,9 @@
 import { secretText, type CampaignSpec, type Scenario } from '@fathom/contracts';
 import { loadDataset, PromptSource, promptItemFromText, promptSourceFor } from '../dataset/prompt.source';
 import { EmbeddingsDriver } from '../driver/embeddings.driver';
-import { StepDagDriver } from '../driver/steps/step-dag.driver';
 import { OpenAiChatDriver, type DriverOptions } from '../driver/openai-chat.driver';
 import { ToolChainDriver } from '../driver/tool-chain.driver';
 import { RagLayerDriver } from '../driver/rag-layer.driver';
-import { QdrantLayerDriver } from '../driver/qdrant-layer.driver';
 import { AgentsWorkflowDriver } from '../driver/agents-workflow.driver';
 import { AgentLoopDriver } from '../driver/agent-loop.driver';
 import type { RequestDriver } from '../driver/request-outcome';
@@ -43,11 +41,16 @@ export async function promptSourceOf(
   return promptSourceFor(scenario, shardIndex, tokenizer);
 }
 
-export function createDriver(
+/**
+ * The scenario's driver. The step-DAG driver (gRPC, WebSocket clients) and the Qdrant driver are
+ * loaded on first use: their libraries cost ~140 ms to load in every engine thread, and a chat
+ * run needs neither.
+ */
+export async function createDriver(
   spec: CampaignSpec,
   options: DriverOptions,
   source: PromptSource,
-): RequestDriver {
+): Promise<RequestDriver> {
   const scenario = spec.scenario;
   const target = { ...spec.target, apiKey: secretText(spec.target.apiKey) };
   switch (scenario.type) {
@@ -55,18 +58,22 @@ export function createDriver(
       return new OpenAiChatDriver(scenario, target, options);
     case 'embeddings':
       return new EmbeddingsDriver(scenario, target, options, source);
-    case 'http':
+    case 'http': {
+      const { StepDagDriver } = await import('../driver/steps/step-dag.driver');
       return new StepDagDriver(scenario, target, options);
+    }
     case 'tool-chain':
       return new ToolChainDriver(scenario, target, options);
     case 'rag':
-      if (scenario.qdrant)
+      if (scenario.qdrant) {
+        const { QdrantLayerDriver } = await import('../driver/qdrant-layer.driver');
         return new QdrantLayerDriver(
           { ...scenario, qdrant: scenario.qdrant },
           target,
           { ...options, requestTimeoutMs: spec.load.requestTimeoutMs },
           source,
         );
+      }
       return new RagLayerDriver(scenario, target, options, source);
     case 'agents':
       return new AgentsWorkflowDriver(scenario, target, options);

@@ -239,7 +239,7 @@ class ShardRun implements AdaptiveExecutorContext {
             ...(p0.mode === 'intent-paths' ? { paths: intentPathsOf(replayArrivals ?? []) } : {}),
           })
         : null;
-    this.driver = createDriver(
+    this.driver = await createDriver(
       this.spec,
       { connections: maxInFlight, contentCapChars: this.contentCapChars, countTokens: this.tokenizer.count },
       this.source,

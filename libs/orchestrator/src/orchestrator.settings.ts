@@ -43,6 +43,16 @@ export const OrchestratorSettingsSchema = z.object({
     }),
   /** Where `{ file }` secret references of shadow targets are read; unset: refused. */
   FATHOM_SECRETS_DIR: z.string().min(1).optional(),
+  /**
+   * How long an orchestrator holds a running shadow campaign without renewing it, ms: a replica
+   * that died leaves its campaigns to the others after at most this plus FATHOM_SHADOW_LEASE_RENEW_MS.
+   */
+  FATHOM_SHADOW_LEASE_MS: z.coerce.number().int().positive().default(30_000),
+  /**
+   * How often an orchestrator renews its shadow campaigns' leases and takes over expired ones,
+   * ms; well under FATHOM_SHADOW_LEASE_MS (a third leaves two renewals' slack).
+   */
+  FATHOM_SHADOW_LEASE_RENEW_MS: z.coerce.number().int().positive().default(10_000),
 });
 export type OrchestratorSettings = z.infer<typeof OrchestratorSettingsSchema> & {
   /** FATHOM_SECRET_* variables, the values `{ env }` secret references of shadow targets name. */
@@ -54,5 +64,10 @@ export const ORCHESTRATOR_SETTINGS = Symbol('ORCHESTRATOR_SETTINGS');
 export function parseOrchestratorSettings(
   env: Readonly<Record<string, string | undefined>>,
 ): OrchestratorSettings {
-  return { ...parseSettings(OrchestratorSettingsSchema, env, 'orchestrator'), secretEnv: secretEnvOf(env) };
+  const settings = parseSettings(OrchestratorSettingsSchema, env, 'orchestrator');
+  if (settings.FATHOM_SHADOW_LEASE_RENEW_MS >= settings.FATHOM_SHADOW_LEASE_MS)
+    throw new Error(
+      'invalid orchestrator settings: FATHOM_SHADOW_LEASE_RENEW_MS must be less than FATHOM_SHADOW_LEASE_MS',
+    );
+  return { ...settings, secretEnv: secretEnvOf(env) };
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   CampaignSpecSchema,
   ShadowCampaignInputSchema,
+  shadowRunId,
   type CampaignSpec,
   type RunStatus,
   type RunSummary,
@@ -901,10 +902,13 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         similarityPrimaryCandidate: null,
       });
 
+      /** A lease no other test's claimant takes over (they ask for expired ones only). */
+      const held = { owner: 'contract-suite', ttlMs: 600_000 };
+
       it('creates a running campaign with its config and returns null for an unknown id', async () => {
         const shadows = new ShadowRepository(db);
         const input = config();
-        const created = await shadows.create(input);
+        const created = await shadows.create(input, held);
 
         expect(created).toMatchObject({
           name: input.name,
@@ -920,8 +924,8 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
 
       it('returns the samples of a campaign in the order they were added', async () => {
         const shadows = new ShadowRepository(db);
-        const campaign = await shadows.create(config());
-        const other = await shadows.create(config());
+        const campaign = await shadows.create(config(), held);
+        const other = await shadows.create(config(), held);
         await shadows.addSample(
           campaign.id,
           { messages: [{ role: 'user', content: '[EMAIL]' }] },
@@ -940,8 +944,8 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
 
       it('prunes a campaign to its newest samples and leaves the others alone', async () => {
         const shadows = new ShadowRepository(db);
-        const campaign = await shadows.create(config());
-        const other = await shadows.create(config());
+        const campaign = await shadows.create(config(), held);
+        const other = await shadows.create(config(), held);
         for (const intent of ['a', 'b', 'c', 'd', 'e'])
           await shadows.addSample(campaign.id, {}, sample(intent));
         await shadows.addSample(other.id, {}, sample('x'));
@@ -959,8 +963,8 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
 
       it('finishes a campaign with its status, report, reason and end time', async () => {
         const shadows = new ShadowRepository(db);
-        const done = await shadows.create(config());
-        const failed = await shadows.create(config());
+        const done = await shadows.create(config(), held);
+        const failed = await shadows.create(config(), held);
         const report = {
           samples: 1,
           similarity: 'compared' as const,
@@ -979,6 +983,136 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
           report: null,
           reason: 'primary unreachable',
         });
+      });
+    });
+
+    describe('ShadowRepository leases', () => {
+      const config = (source: Record<string, unknown> = { type: 'live' }) =>
+        ShadowCampaignInputSchema.parse({
+          name: uid('shadow-lease'),
+          primary: { baseUrl: 'http://127.0.0.1:8001/v1' },
+          secondary: { baseUrl: 'http://127.0.0.1:8002/v1' },
+          candidate: { baseUrl: 'http://127.0.0.1:8003/v1' },
+          model: 'm',
+          source,
+        });
+      const lease = (owner: string, ttlMs = 600_000) => ({ owner, ttlMs });
+      const ids = (campaigns: Array<{ id: string }>) => campaigns.map((c) => c.id);
+
+      it('takes over a running campaign only once its lease has expired', async () => {
+        const shadows = new ShadowRepository(db);
+        const held = await shadows.create(config(), lease(uid('a')));
+        const expired = await shadows.create(config(), lease(uid('a'), 0));
+        const ended = await shadows.create(config(), lease(uid('a'), 0));
+        await shadows.finish(ended.id, 'completed', null, 'stopped');
+        const b = uid('b');
+
+        const taken = await shadows.takeOverExpired(lease(b));
+
+        expect(ids(taken)).toContain(expired.id);
+        expect(ids(taken)).not.toContain(held.id);
+        expect(ids(taken)).not.toContain(ended.id);
+        expect(taken.find((c) => c.id === expired.id)).toMatchObject({
+          status: 'running',
+          config: expired.config,
+        });
+        // Now held by b, for its lease: nobody else takes it.
+        expect(ids(await shadows.takeOverExpired(lease(uid('c'))))).not.toContain(expired.id);
+        expect(await shadows.renewLeases(lease(b))).toEqual([expired.id]);
+      });
+
+      it('renews what its owner holds, so it is not taken over, and nothing of others', async () => {
+        const shadows = new ShadowRepository(db);
+        const a = uid('a');
+        const mine = await shadows.create(config(), lease(a, 0));
+        const theirs = await shadows.create(config(), lease(uid('other'), 0));
+
+        expect(await shadows.renewLeases(lease(a))).toEqual([mine.id]);
+
+        const taken = ids(await shadows.takeOverExpired(lease(uid('b'))));
+        expect(taken).not.toContain(mine.id);
+        expect(taken).toContain(theirs.id);
+      });
+
+      it('gives a campaign whose lease expired to one of two claimants asking at once', async () => {
+        const shadows = new ShadowRepository(db);
+        const expired = await shadows.create(config(), lease(uid('dead'), 0));
+        const [b, c] = [uid('b'), uid('c')];
+
+        const [byB, byC] = await Promise.all([
+          shadows.takeOverExpired(lease(b)),
+          shadows.takeOverExpired(lease(c)),
+        ]);
+
+        expect([...ids(byB), ...ids(byC)].filter((id) => id === expired.id)).toHaveLength(1);
+        const winner = ids(byB).includes(expired.id) ? b : c;
+        const loser = winner === b ? c : b;
+        expect(await shadows.renewLeases(lease(winner))).toContain(expired.id);
+        expect(await shadows.renewLeases(lease(loser))).not.toContain(expired.id);
+      });
+
+      it('loses a campaign taken over: its renewal misses it and its report writes are ignored', async () => {
+        const shadows = new ShadowRepository(db);
+        const [a, b] = [uid('a'), uid('b')];
+        const campaign = await shadows.create(config(), lease(a, 0));
+        const report = (samples: number) => ({ samples, similarity: 'not configured' as const, groups: [] });
+        await shadows.updateReport(campaign.id, report(1), a);
+        expect((await shadows.get(campaign.id))?.report).toEqual(report(1));
+
+        expect(ids(await shadows.takeOverExpired(lease(b)))).toContain(campaign.id);
+
+        expect(await shadows.renewLeases(lease(a))).toEqual([]);
+        await shadows.updateReport(campaign.id, report(2), a);
+        expect((await shadows.get(campaign.id))?.report).toEqual(report(1));
+        await shadows.updateReport(campaign.id, report(3), b);
+        expect((await shadows.get(campaign.id))?.report).toEqual(report(3));
+      });
+
+      it('hands a released campaign over at once, and keeps an ended one out of renewals', async () => {
+        const shadows = new ShadowRepository(db);
+        const a = uid('a');
+        const released = await shadows.create(config(), lease(a));
+        const ended = await shadows.create(config(), lease(a));
+        await shadows.finish(ended.id, 'failed', null, 'x');
+        expect(await shadows.renewLeases(lease(a))).toEqual([released.id]);
+
+        await shadows.releaseLeases(a);
+
+        expect(ids(await shadows.takeOverExpired(lease(uid('b'))))).toContain(released.id);
+      });
+
+      it('releases one campaign of an owner, keeping the others', async () => {
+        const shadows = new ShadowRepository(db);
+        const a = uid('a');
+        const [given, kept] = [
+          await shadows.create(config(), lease(a)),
+          await shadows.create(config(), lease(a)),
+        ];
+
+        await shadows.releaseLeases(a, given.id);
+        // Given up, not renewed by its former owner's next pass.
+        expect(await shadows.renewLeases(lease(a))).toEqual([kept.id]);
+
+        const taken = ids(await shadows.takeOverExpired(lease(uid('b'))));
+        expect(taken).toContain(given.id);
+        expect(taken).not.toContain(kept.id);
+      });
+
+      it('lists the running live campaigns, whoever holds them', async () => {
+        const shadows = new ShadowRepository(db);
+        const live = await shadows.create(config(), lease(uid('a')));
+        const inline = await shadows.create(
+          config({ type: 'inline', requests: [{ body: { messages: [{ role: 'user', content: 'hi' }] } }] }),
+          lease(uid('a')),
+        );
+        const stopped = await shadows.create(config(), lease(uid('a')));
+        await shadows.finish(stopped.id, 'completed', null, 'stopped');
+
+        const running = await shadows.runningLiveIds();
+
+        expect(running).toContain(live.id);
+        expect(running).not.toContain(inline.id);
+        expect(running).not.toContain(stopped.id);
       });
     });
 
@@ -1032,6 +1166,34 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         expect(await breakers.save({ ...opened, lastSignalId: uid('signal') })).toBe(false);
         expect(await breakers.save({ ...halfOpen, state: 'closed' })).toBe(false);
         expect(await breakers.get(opened.runId, key)).toEqual(halfOpen);
+      });
+
+      it("deletes a shadow campaign's breakers when it ends, and stores none for it afterwards", async () => {
+        const shadows = new ShadowRepository(db);
+        const breakers = new ShadowBreakerRepository(db);
+        const input = ShadowCampaignInputSchema.parse({
+          name: uid('shadow'),
+          primary: { baseUrl: 'http://127.0.0.1:8001/v1' },
+          secondary: { baseUrl: 'http://127.0.0.1:8002/v1' },
+          candidate: { baseUrl: 'http://127.0.0.1:8003/v1' },
+          model: 'm',
+          source: { type: 'live' },
+        });
+        const lease = { owner: uid('orchestrator'), ttlMs: 600_000 };
+        const [ending, other] = [await shadows.create(input, lease), await shadows.create(input, lease)];
+        const [endingBreaker, otherBreaker] = [open(shadowRunId(ending.id)), open(shadowRunId(other.id))];
+        expect(await breakers.save(endingBreaker)).toBe(true);
+        expect(await breakers.save({ ...endingBreaker, key: { ...key, node: 'n2:1' } })).toBe(true);
+        expect(await breakers.save(otherBreaker)).toBe(true);
+
+        await shadows.finish(ending.id, 'completed', null, 'stopped');
+
+        expect(await breakers.get(shadowRunId(ending.id), key)).toBeNull();
+        expect(await breakers.get(shadowRunId(ending.id), { ...key, node: 'n2:1' })).toBeNull();
+        expect(await breakers.get(shadowRunId(other.id), key)).toEqual(otherBreaker);
+        // The last window's signal, judged after the stop, brings no row back.
+        expect(await breakers.save({ ...endingBreaker, judgedUntil: 1_700_000_999_000 })).toBe(false);
+        expect(await breakers.get(shadowRunId(ending.id), key)).toBeNull();
       });
 
       it('refuses a state that is not a breaker state', async () => {

@@ -8,6 +8,7 @@ import {
   type BreakerChange,
   type BreakerState,
   type DetectorSignal,
+  type ShadowLiveStatus,
   type ShadowRequest,
   type ShadowSample,
   type TopicDef,
@@ -94,11 +95,17 @@ describe(ShadowLiveRunner.name, () => {
 
   let pruned: number[];
   let published: number[];
+  let statuses: ShadowLiveStatus[];
+  /** The candidate's e2e latency in the samples replayed (100 ms: as primary and secondary). */
+  let candidateE2eMs: number;
   /** The samples storage holds, oldest first (as the service's repository would). */
   let storage: ShadowRequest[];
 
   /** A started runner; `source` overrides the live source (caps far above what a test offers). */
-  async function start(source: Record<string, unknown> = {}): Promise<void> {
+  async function start(
+    source: Record<string, unknown> = {},
+    resumed?: ConstructorParameters<typeof ShadowLiveRunner>[3],
+  ): Promise<void> {
     const config = ShadowCampaignInputSchema.parse({
       name: 'live',
       primary: { baseUrl: 'http://primary:8000/v1' },
@@ -114,9 +121,13 @@ describe(ShadowLiveRunner.name, () => {
       replay: async (request) => {
         replayed.push(request);
         storage.push(request);
-        return sampleOf(request);
+        const sample = sampleOf(request);
+        return { ...sample, candidate: { ...sample.candidate, e2eMs: candidateE2eMs } };
       },
-      publish: async (_status, samples) => void published.push(samples),
+      publish: async (status, samples) => {
+        published.push(samples);
+        statuses.push(status);
+      },
       prune: async (keep) => {
         pruned.push(keep);
         return storage.splice(0, Math.max(0, storage.length - keep)).length;
@@ -124,7 +135,7 @@ describe(ShadowLiveRunner.name, () => {
       startLinked: async () => null,
       log: () => {},
     };
-    sut = new ShadowLiveRunner(ID, config as never, deps);
+    sut = new ShadowLiveRunner(ID, config as never, deps, resumed);
     await sut.start();
   }
 
@@ -134,7 +145,9 @@ describe(ShadowLiveRunner.name, () => {
     replayed = [];
     pruned = [];
     published = [];
+    statuses = [];
     storage = [];
+    candidateE2eMs = 100;
     await start();
   });
 
@@ -261,5 +274,62 @@ describe(ShadowLiveRunner.name, () => {
     await nextWindow();
     expect(storage).toHaveLength(20);
     expect(published.at(-1)).toBe(20);
+  });
+
+  describe('resumed from the report an earlier runner published', () => {
+    /** What a first runner published after two windows, the second regressed (one in a row). */
+    async function earlierReport(): Promise<{ status: ShadowLiveStatus; samples: number }> {
+      offer(6);
+      await nextWindow();
+      candidateE2eMs = 900;
+      offer(6);
+      await nextWindow();
+      await sut.stop();
+      candidateE2eMs = 100;
+      return { status: statuses.at(-1)!, samples: published.at(-1)! };
+    }
+
+    it('goes on counting from its counters and windows instead of zero', async () => {
+      const earlier = await earlierReport();
+      expect(earlier.status).toMatchObject({ offered: 12, replayed: 12, tier: 'ok' });
+
+      await start({}, { ...earlier, createdAt: Date.now() - 5000 });
+      offer(5);
+      await nextWindow();
+
+      const status = statuses.at(-1)!;
+      expect(status).toMatchObject({ offered: 17, replayed: 17 });
+      expect(published.at(-1)).toBe(earlier.samples + 5);
+      expect(status.windows.slice(0, earlier.status.windows.length)).toEqual(earlier.status.windows);
+      expect(status.windows.at(-1)?.samples).toBe(5);
+    });
+
+    it('counts the regressed windows in a row it resumed with towards the tier', async () => {
+      const earlier = await earlierReport();
+      // The stop closed a last, empty window after it: no evidence, the run goes on past it.
+      expect(earlier.status.windows.map((w) => [w.samples, w.regressed])).toEqual([
+        [6, false],
+        [6, true],
+        [0, false],
+      ]);
+      expect(earlier.status.tier).toBe('ok');
+
+      // The second regressed window in a row (onRegression.windows = 2) turns the tier.
+      await start({}, { ...earlier, createdAt: Date.now() });
+      candidateE2eMs = 900;
+      offer(6);
+      await nextWindow();
+      expect(statuses.at(-1)?.tier).toBe('regressed');
+    });
+
+    it('starts from nothing without a report, as a new campaign', async () => {
+      await earlierReport();
+      await start();
+      candidateE2eMs = 900;
+      offer(6);
+      await nextWindow();
+      expect(statuses.at(-1)).toMatchObject({ offered: 6, tier: 'ok' });
+      expect(statuses.at(-1)?.windows).toHaveLength(1);
+    });
   });
 });

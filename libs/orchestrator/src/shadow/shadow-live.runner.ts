@@ -129,13 +129,47 @@ export class ShadowLiveRunner {
   /** Probe replays admitted this window per group while the analyzer's breaker is not closed. */
   private probes = new Map<string, number>();
 
+  /**
+   * `resumed`: the report an earlier runner of this campaign last published (an orchestrator
+   * restarted, or another one taking the campaign over): its counters, tier, analyzer breaker,
+   * linked runs, windows and hours go on from there, and so does the run of regressed windows
+   * (counted back from the stored windows). Not restored, so not exact: what happened after that
+   * report (at most one window: the partial window's samples and counts), the hour in progress
+   * (its aggregate covers the samples from the resume on; the hour still ends on the hour
+   * boundary of the stored ones), the candidate breaker's failure streak and the token bucket
+   * (both start afresh: closed, full).
+   */
   constructor(
     private readonly id: string,
     private readonly config: ShadowCampaignInput & { source: LiveSource },
     private readonly deps: LiveRunnerDeps,
+    resumed?: { status: ShadowLiveStatus; samples: number; createdAt: number },
   ) {
     this.tokens = config.source.maxRatePerSec;
     this.pruneEvery = Math.min(PRUNE_EVERY_MAX, Math.ceil(config.source.keepSamples / 10));
+    if (resumed) this.resume(resumed.status, resumed.samples, resumed.createdAt);
+  }
+
+  private resume(status: ShadowLiveStatus, samples: number, createdAt: number): void {
+    this.status = {
+      offered: status.offered,
+      replayed: status.replayed,
+      shed: { ...status.shed, analyzerBreaker: status.shed.analyzerBreaker ?? 0 },
+      tier: status.tier,
+      analyzerBreaker: status.analyzerBreaker ?? { state: 'closed', changes: [] },
+      linkedRuns: [...status.linkedRuns],
+      windows: status.windows.slice(-WINDOWS_KEPT),
+      hours: status.hours.slice(-HOURS_KEPT),
+    };
+    this.stored = samples;
+    // judge() runs on windows with a group of enough samples only: the others neither extend
+    // nor break the run.
+    for (const window of [...status.windows].reverse()) {
+      if (!window.groups.some((g) => g.samples >= MIN_SAMPLES_PER_GROUP)) continue;
+      if (!window.regressed) break;
+      this.regressedInARow++;
+    }
+    this.hourStartedAt = status.hours.at(-1)?.endedAt ?? createdAt;
   }
 
   get comparesSimilarity(): boolean {

@@ -86,7 +86,10 @@ export class ShadowController {
     return { id, status: campaign.status, reason: campaign.reason, report: campaign.report };
   }
 
-  /** Kill switch of a live campaign: mirroring stops (no replay starts) before this answers. */
+  /**
+   * Kill switch of a live campaign: run by this orchestrator, mirroring stops (no replay starts)
+   * before this answers; run by another replica, that one's runner stops at its next lease pass.
+   */
   @Post(':id/stop')
   @HttpCode(200)
   @UseGuards(ApiTokenGuard)

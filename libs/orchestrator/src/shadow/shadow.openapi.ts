@@ -61,7 +61,7 @@ export const SHADOW_OPENAPI: OpenApiExtension = {
     '/v1/shadow-campaigns/{id}/stop': {
       post: {
         summary:
-          'Kill switch of a live campaign: no replay starts once this answered, those in flight are aborted',
+          'Kill switch of a live campaign: on the orchestrator running it, no replay starts once this answered and those in flight are aborted; asked of another replica, the campaign ends at once and its runner stops within FATHOM_SHADOW_LEASE_RENEW_MS',
         security: [{ apiToken: [] }],
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
         responses: {
@@ -74,7 +74,7 @@ export const SHADOW_OPENAPI: OpenApiExtension = {
     '/v1/shadow-campaigns/{id}/mirror': {
       post: {
         summary:
-          "Mirror receiver: a copy of a production chat request (NGINX mirror, Envoy request_mirror_policies, fathom shadow gateway); answered 202 at once, replayed later within the campaign's caps. Header x-fathom-intent labels its intent",
+          "Mirror receiver: a copy of a production chat request (NGINX mirror, Envoy request_mirror_policies, fathom shadow gateway); answered 202 at once, replayed later within the campaign's caps by whichever orchestrator runs the campaign (any replica accepts it; a live campaign outlives orchestrator restarts). Header x-fathom-intent labels its intent",
         security: [{ apiToken: [] }],
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
         requestBody: { required: true, content: { 'application/json': { schema: { type: 'object' } } } },

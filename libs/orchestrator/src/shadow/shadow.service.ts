@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
@@ -26,7 +32,7 @@ import { compareShadowSamples } from './shadow-diff.util';
 import { ShadowLiveRunner } from './shadow-live.runner';
 import { CampaignService } from '../campaign.service';
 import { FieldValidationError, fieldIssues, type FieldIssue } from '../http/field-validation';
-import { ShadowRepository, type StoredShadowCampaign } from '@fathom/storage';
+import { ShadowRepository, type ShadowLease, type StoredShadowCampaign } from '@fathom/storage';
 import {
   ADMISSION_POLICY,
   API_ACCESS,
@@ -42,13 +48,24 @@ export class ShadowInputError extends FieldValidationError {
   }
 }
 
+/** Why a campaign that was not live ends when its orchestrator went away mid-campaign. */
+const INTERRUPTED_REASON =
+  'the orchestrator running it restarted (or died) mid-campaign; a campaign that is not live cannot be resumed: its position in the source is lost';
+
 /**
  * Runs shadow campaigns: each production request is redacted first (nothing unredacted is
  * stored or sent), replayed against primary, secondary and candidate at once, and stored with
  * the three observations; the report compares the candidate with the noise floor.
+ *
+ * Each running campaign is run by one orchestrator, the one holding its lease (see
+ * ShadowRepository): renewed every FATHOM_SHADOW_LEASE_RENEW_MS, given up on a clean shutdown.
+ * On the same beat, each orchestrator takes over the campaigns whose lease expired (their
+ * orchestrator died, or shut down): a live one runs on here from its stored report, one that is
+ * not live ends `failed` (INTERRUPTED_REASON). So a live campaign outlives restarts, and one whose
+ * replica died is run again within FATHOM_SHADOW_LEASE_MS + FATHOM_SHADOW_LEASE_RENEW_MS.
  */
 @Injectable()
-export class ShadowService implements OnApplicationShutdown {
+export class ShadowService implements OnApplicationBootstrap, OnApplicationShutdown {
   private sendSeq = 0;
   private readonly logger = new Logger(ShadowService.name);
   private readonly running = new Map<string, Promise<void>>();
@@ -57,6 +74,18 @@ export class ShadowService implements OnApplicationShutdown {
   private closed = false;
   /** Mirrored copies the bus refused (the mirror already answered 202; the copy is lost, counted). */
   mirrorDropped = 0;
+  /** This orchestrator's hold on the campaigns it runs (its own owner id, for this process's life). */
+  private readonly lease: ShadowLease;
+  private readonly renewEveryMs: number;
+  private leaseTimer: NodeJS.Timeout | null = null;
+  private leasePassing: Promise<void> | null = null;
+  /**
+   * Running live campaigns, whoever runs them, as of the last lease pass: their mirrored copies
+   * are accepted here too (the bus takes them to the campaign's runner, on whichever replica).
+   */
+  private runningLive = new Set<string>();
+  /** Bumped by each stop, so a lease pass that read the store before it does not bring the id back. */
+  private stops = 0;
 
   constructor(
     @InjectBus() private readonly bus: Bus,
@@ -66,15 +95,118 @@ export class ShadowService implements OnApplicationShutdown {
     @Inject(ORCHESTRATOR_SETTINGS) settings: OrchestratorSettings,
   ) {
     this.secretSources = { env: settings.secretEnv ?? {}, secretsDir: settings.FATHOM_SECRETS_DIR ?? null };
+    this.lease = { owner: randomUUID(), ttlMs: settings.FATHOM_SHADOW_LEASE_MS };
+    this.renewEveryMs = settings.FATHOM_SHADOW_LEASE_RENEW_MS;
   }
 
   private readonly secretSources: SecretSources;
 
+  /** Takes over the campaigns left without a live orchestrator (this one restarted), then keeps the leases. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.leasePass();
+    this.leaseTimer = setInterval(() => void this.leasePass(), this.renewEveryMs);
+    this.leaseTimer.unref();
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    await this.leasePassing;
     await Promise.all([...this.live.values()].map((r) => r.stop()));
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     await Promise.allSettled(this.running.values());
+    // The live campaigns stopped here, each with its last window published, go to the next
+    // orchestrator to look (this one restarted, or another replica) at once, not after the lease.
+    await this.shadows
+      .releaseLeases(this.lease.owner)
+      .catch((error: Error) => this.logger.warn(`shadow leases not released: ${error.message}`));
+  }
+
+  /** One renewal and take-over pass (one already under way is joined, not doubled). */
+  private leasePass(): Promise<void> {
+    this.leasePassing ??= this.passLeases().finally(() => (this.leasePassing = null));
+    return this.leasePassing;
+  }
+
+  private async passLeases(): Promise<void> {
+    if (this.closed) return;
+    try {
+      // Only runners started before the renewal are judged by it: one started meanwhile holds
+      // the lease its campaign was created (or taken over) with.
+      const before = [...this.live];
+      const held = new Set(await this.shadows.renewLeases(this.lease));
+      for (const [id, runner] of before) {
+        if (held.has(id) || this.live.get(id) !== runner) continue;
+        // Stopped through another replica, or taken over by one (this process stalled past its
+        // lease): the other is its runner now; this one stops replaying and writes nothing.
+        this.live.delete(id);
+        this.logger.warn(
+          `shadow ${id}: no longer held here (stopped or taken over elsewhere): runner stopped`,
+        );
+        await runner.stop();
+      }
+      for (const campaign of await this.shadows.takeOverExpired(this.lease)) {
+        if (this.closed) break;
+        await this.takeOver(campaign);
+      }
+      const stops = this.stops;
+      const running = new Set(await this.shadows.runningLiveIds());
+      if (stops === this.stops) this.runningLive = running;
+    } catch (error) {
+      this.logger.error(`shadow lease pass failed: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * A running campaign whose orchestrator went away: a live one runs on here, secrets resolved
+   * again from its stored references, its report going on from the last one published; any
+   * other ends `failed` with what it had replayed.
+   */
+  private async takeOver(campaign: StoredShadowCampaign): Promise<void> {
+    const { id, config } = campaign;
+    // Its lease lapsed while it ran here (the store unreachable for longer than the lease) and
+    // this pass took it back: the runner goes on.
+    if (this.live.has(id) || this.running.has(id)) return;
+    try {
+      if (config.source.type !== 'live') {
+        const samples = (await this.shadows.samples(id)).map((s) => s.sample);
+        await this.shadows.finish(
+          id,
+          'failed',
+          {
+            samples: samples.length,
+            similarity: config.embeddings ? 'compared' : 'not configured',
+            groups: compareShadowSamples(samples),
+          },
+          INTERRUPTED_REASON,
+        );
+        this.logger.warn(`shadow ${id}: ${INTERRUPTED_REASON}`);
+        return;
+      }
+      let resolved: ShadowCampaignInput;
+      try {
+        resolved = await resolveSecrets(config, this.secretSources);
+      } catch (error) {
+        if (!(error instanceof SecretResolutionError)) throw error;
+        const reason = `taken over after an orchestrator restart, but its secrets cannot be resolved here: ${error.message}`;
+        await this.shadows.finish(id, 'failed', campaign.report, reason);
+        this.logger.error(`shadow ${id}: ${reason}`);
+        return;
+      }
+      if (resolved.source.type !== 'live') return;
+      const live = campaign.report?.live;
+      await this.startLive(
+        id,
+        { ...resolved, source: resolved.source },
+        live
+          ? { status: live, samples: campaign.report?.samples ?? 0, createdAt: campaign.createdAt }
+          : undefined,
+      );
+      this.logger.log(`shadow ${id}: live campaign taken over, running here`);
+    } catch (error) {
+      // Its lease was given up (startLive): the next pass, here or on another replica, tries again.
+      this.logger.error(`shadow ${id}: take-over failed: ${(error as Error).message}`);
+    }
   }
 
   /** Validates and starts a campaign in the background; throws ShadowInputError naming bad fields. */
@@ -107,7 +239,7 @@ export class ShadowService implements OnApplicationShutdown {
       throw error;
     });
     const lines = config.source.type === 'jsonl' ? await readJsonl(config.source.path) : null;
-    const campaign = await this.shadows.create(config);
+    const campaign = await this.shadows.create(config, this.lease);
     if (resolved.source.type === 'live') {
       await this.startLive(campaign.id, { ...resolved, source: resolved.source });
       return campaign;
@@ -118,16 +250,22 @@ export class ShadowService implements OnApplicationShutdown {
   }
 
   /**
-   * The kill switch of a live campaign: no replay starts after this resolves (those in flight
-   * are aborted) and the campaign ends `completed` with its live report. 'not-live' for a
-   * campaign that ends by itself, null when there is no such running campaign here.
+   * The kill switch of a live campaign: run here, no replay starts after this resolves (those in
+   * flight are aborted) and the campaign ends `completed` with its live report. Run by another
+   * replica, it ends `completed` with the report last published, and that replica's runner stops
+   * at its next lease pass (within FATHOM_SHADOW_LEASE_RENEW_MS). 'not-live' for a campaign that
+   * ends by itself, null when there is no such running campaign.
    */
   async stop(id: string): Promise<'stopped' | 'not-live' | null> {
+    this.stops++;
+    this.runningLive.delete(id);
     const runner = this.live.get(id);
     if (!runner) {
       const campaign = await this.shadows.get(id);
       if (!campaign || campaign.status !== 'running') return null;
-      return campaign.config.source.type === 'live' ? null : 'not-live';
+      if (campaign.config.source.type !== 'live') return 'not-live';
+      await this.shadows.finish(id, 'completed', campaign.report, 'stopped');
+      return 'stopped';
     }
     this.live.delete(id);
     await runner.stop();
@@ -144,10 +282,12 @@ export class ShadowService implements OnApplicationShutdown {
   /**
    * A mirrored copy of a production request (front proxy `mirror`, or `fathom shadow gateway`)
    * offered to live campaign `id`: validated, then handed to the bus without waiting, so the
-   * mirror is answered at once. false when `id` is no live campaign running here.
+   * mirror is answered at once; the campaign's runner takes it from there, on whichever
+   * orchestrator runs it. 'not-live' when `id` is no running live campaign (as of the last lease
+   * pass, for one run by another replica).
    */
   offer(id: string, body: unknown, intent: string | undefined): 'accepted' | 'not-live' | 'invalid' {
-    if (!this.live.has(id)) return 'not-live';
+    if (!this.live.has(id) && !this.runningLive.has(id)) return 'not-live';
     const request = ShadowRequestSchema.safeParse({
       id: randomUUID(),
       schemaVersion: 1,
@@ -169,37 +309,55 @@ export class ShadowService implements OnApplicationShutdown {
   private async startLive(
     id: string,
     config: ShadowCampaignInput & { source: Extract<ShadowCampaignInput['source'], { type: 'live' }> },
+    resumed?: ConstructorParameters<typeof ShadowLiveRunner>[3],
   ): Promise<void> {
     const redact = compileRedactor(config.redaction);
-    const runner = new ShadowLiveRunner(id, config, {
-      bus: this.bus,
-      replay: async (request, signal) => {
-        const line = ShadowLineSchema.safeParse({
-          body: request.body,
-          intent: request.intent,
-          endpoint: request.endpoint,
-        });
-        if (!line.success) return null;
-        return this.replay(id, config, redactDeep(line.data, redact), signal);
+    const runner = new ShadowLiveRunner(
+      id,
+      config,
+      {
+        bus: this.bus,
+        replay: async (request, signal) => {
+          const line = ShadowLineSchema.safeParse({
+            body: request.body,
+            intent: request.intent,
+            endpoint: request.endpoint,
+          });
+          if (!line.success) return null;
+          return this.replay(id, config, redactDeep(line.data, redact), signal);
+        },
+        publish: (status, samples) =>
+          this.shadows.updateReport(
+            id,
+            this.liveReport(status, samples, null, config.embeddings !== undefined),
+            this.lease.owner,
+          ),
+        prune: (keep) => this.shadows.pruneSamples(id, keep),
+        startLinked: async (reason) => {
+          const campaignId = config.onRegression.campaignId;
+          if (!campaignId) return null;
+          // Coalesced into an open run of that campaign, as alerts are: a regression that lasts
+          // does not start a run per window.
+          const admission = await this.campaigns.startStoredUnlessOpen(campaignId, 'shadow', reason);
+          return admission?.started?.runId ?? admission?.refused?.id ?? null;
+        },
+        log: (message) => this.logger.log(message),
       },
-      publish: (status, samples) =>
-        this.shadows.updateReport(
-          id,
-          this.liveReport(status, samples, null, config.embeddings !== undefined),
-        ),
-      prune: (keep) => this.shadows.pruneSamples(id, keep),
-      startLinked: async (reason) => {
-        const campaignId = config.onRegression.campaignId;
-        if (!campaignId) return null;
-        // Coalesced into an open run of that campaign, as alerts are: a regression that lasts
-        // does not start a run per window.
-        const admission = await this.campaigns.startStoredUnlessOpen(campaignId, 'shadow', reason);
-        return admission?.started?.runId ?? admission?.refused?.id ?? null;
-      },
-      log: (message) => this.logger.log(message),
-    });
+      resumed,
+    );
     this.live.set(id, runner);
-    await runner.start();
+    this.runningLive.add(id);
+    try {
+      await runner.start();
+    } catch (error) {
+      this.live.delete(id);
+      this.runningLive.delete(id);
+      await runner.stop();
+      // Held with no runner it would be renewed and never run: the next lease pass, here or on
+      // another replica, takes it over and tries again.
+      await this.shadows.releaseLeases(this.lease.owner, id);
+      throw error;
+    }
   }
 
   /** `all`: every stored sample, for the overall groups at the end; null while it runs (windows only). */

@@ -246,4 +246,18 @@ export const MIGRATIONS: readonly Migration[] = [
        )`,
     ],
   },
+  {
+    version: 10,
+    name: 'shadow-campaign-leases',
+    statements: [
+      // The orchestrator running a shadow campaign holds it until lease_until, renewing it while
+      // it runs; another one takes it over (live: runs it on; others: fails it, their source
+      // position is lost) once the lease has expired. Campaigns running before this migration
+      // have no lease: the first orchestrator to look takes them over. Times are the database's
+      // clock, so replicas with skewed clocks agree on who holds what.
+      `ALTER TABLE shadow_campaigns ADD COLUMN owner text`,
+      `ALTER TABLE shadow_campaigns ADD COLUMN lease_until timestamptz`,
+      `CREATE INDEX shadow_campaigns_running_lease_idx ON shadow_campaigns (lease_until) WHERE status = 'running'`,
+    ],
+  },
 ];

@@ -1,4 +1,4 @@
-import type { BreakerState } from '@fathom/contracts';
+import { shadowRunId, type BreakerState } from '@fathom/contracts';
 import type { Queryable, Row } from '../database/database';
 import { epochMs, epochMsOrNull, jsonParam, textParam, timestampParam } from './row.util';
 
@@ -33,6 +33,9 @@ export interface StoredShadowBreaker {
 const COLUMNS =
   'run_id, target, layer, node, state, since, opened_at, outcomes, probes, paths, judged_until, last_signal_id';
 
+/** What `shadowRunId` puts before the campaign id. */
+const SHADOW_RUN_PREFIX = shadowRunId('');
+
 export class ShadowBreakerRepository {
   constructor(private readonly db: Queryable) {}
 
@@ -46,13 +49,16 @@ export class ShadowBreakerRepository {
 
   /**
    * Stores the breaker unless one judged up to a later window is stored (an analyzer that lost
-   * the campaign's partition finishing a window late): true when written.
+   * the campaign's partition finishing a window late), or its shadow campaign (run id
+   * `shadowRunId(campaign)`) has ended: its rows went when it ended (ShadowRepository.finish),
+   * and the last window's signal, judged after that, must not bring one back. True when written.
    */
   async save(breaker: StoredShadowBreaker): Promise<boolean> {
     const rows = await this.db.query(
       `INSERT INTO shadow_breakers (${COLUMNS})
-       VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $7::timestamptz, $8::jsonb, $9::jsonb, $10::jsonb,
-               $11::timestamptz, $12)
+       SELECT $1, $2, $3, $4, $5, $6::timestamptz, $7::timestamptz, $8::jsonb, $9::jsonb, $10::jsonb,
+              $11::timestamptz, $12
+        WHERE NOT EXISTS (SELECT 1 FROM shadow_campaigns WHERE id = $13 AND status <> 'running')
        ON CONFLICT (run_id, target, layer, node) DO UPDATE SET
          state = EXCLUDED.state, since = EXCLUDED.since, opened_at = EXCLUDED.opened_at,
          outcomes = EXCLUDED.outcomes, probes = EXCLUDED.probes, paths = EXCLUDED.paths,
@@ -72,6 +78,7 @@ export class ShadowBreakerRepository {
         jsonParam(breaker.paths),
         timestampParam(breaker.judgedUntil),
         textParam(breaker.lastSignalId),
+        breaker.runId.startsWith(SHADOW_RUN_PREFIX) ? breaker.runId.slice(SHADOW_RUN_PREFIX.length) : null,
       ],
     );
     return rows.length > 0;

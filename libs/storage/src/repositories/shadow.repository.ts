@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Row } from '../database/database';
-import type { ShadowCampaignInput } from '@fathom/contracts';
+import { shadowRunId, type ShadowCampaignInput } from '@fathom/contracts';
 import type { ShadowGroupReport, ShadowLiveStatus, ShadowSample } from '@fathom/contracts';
 
 export interface StoredShadowCampaign {
@@ -20,18 +20,79 @@ export interface StoredShadowCampaign {
   endedAt: number | null;
 }
 
-const COLUMNS = 'id, name, config, status, reason, report, created_at, ended_at';
+/**
+ * An orchestrator's hold on the running campaigns it runs (migration 10): `owner` names the
+ * orchestrator (one id per process), `ttlMs` how long from now (the database's clock) the hold
+ * lasts unless renewed.
+ */
+export interface ShadowLease {
+  readonly owner: string;
+  readonly ttlMs: number;
+}
 
-/** Shadow campaigns and their samples (migrations 2, 8). Samples hold redacted requests only. */
+const COLUMNS = 'id, name, config, status, reason, report, created_at, ended_at';
+const LEASE_UNTIL = `now() + $2::integer * interval '1 millisecond'`;
+
+/** Shadow campaigns and their samples (migrations 2, 8, 10). Samples hold redacted requests only. */
 export class ShadowRepository {
   constructor(private readonly db: Database) {}
 
-  async create(config: ShadowCampaignInput): Promise<StoredShadowCampaign> {
+  /** A running campaign, held by `lease.owner` from the start (no other orchestrator takes it over). */
+  async create(config: ShadowCampaignInput, lease: ShadowLease): Promise<StoredShadowCampaign> {
     const [row] = await this.db.query(
-      `INSERT INTO shadow_campaigns (id, name, config, status) VALUES ($1, $2, $3::jsonb, 'running') RETURNING ${COLUMNS}`,
-      [randomUUID(), config.name, JSON.stringify(config)],
+      `INSERT INTO shadow_campaigns (id, name, config, status, owner, lease_until)
+       VALUES ($3, $4, $5::jsonb, 'running', $1, ${LEASE_UNTIL}) RETURNING ${COLUMNS}`,
+      [lease.owner, Math.round(lease.ttlMs), randomUUID(), config.name, JSON.stringify(config)],
     );
     return toCampaign(row);
+  }
+
+  /**
+   * Extends the lease of every running campaign `lease.owner` still holds; resolves with their
+   * ids. One it ran and that is missing was taken over (its lease had expired) or has ended.
+   */
+  async renewLeases(lease: ShadowLease): Promise<string[]> {
+    const rows = await this.db.query(
+      `UPDATE shadow_campaigns SET lease_until = ${LEASE_UNTIL}
+        WHERE owner = $1 AND status = 'running' RETURNING id`,
+      [lease.owner, Math.round(lease.ttlMs)],
+    );
+    return rows.map((r) => String(r.id));
+  }
+
+  /**
+   * Takes over every running campaign whose lease has expired (or that never had one: running
+   * before migration 10), for `lease.owner`, in one statement: of two orchestrators asking at
+   * once, each campaign goes to one (the other's update finds the lease renewed and skips it).
+   */
+  async takeOverExpired(lease: ShadowLease): Promise<StoredShadowCampaign[]> {
+    const rows = await this.db.query(
+      `UPDATE shadow_campaigns SET owner = $1, lease_until = ${LEASE_UNTIL}
+        WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= now())
+        RETURNING ${COLUMNS}`,
+      [lease.owner, Math.round(lease.ttlMs)],
+    );
+    return rows.map(toCampaign);
+  }
+
+  /**
+   * Ends `owner`'s leases on running campaigns (a clean shutdown), or on campaign `id` only (one
+   * it could not run): the next orchestrator to look takes them over at once.
+   */
+  async releaseLeases(owner: string, id: string | null = null): Promise<void> {
+    await this.db.query(
+      `UPDATE shadow_campaigns SET owner = NULL, lease_until = NULL
+        WHERE owner = $1 AND status = 'running' AND ($2::text IS NULL OR id = $2::text)`,
+      [owner, id],
+    );
+  }
+
+  /** Ids of the running live campaigns, whoever runs them (any orchestrator accepts their mirrored copies). */
+  async runningLiveIds(): Promise<string[]> {
+    const rows = await this.db.query(
+      `SELECT id FROM shadow_campaigns WHERE status = 'running' AND config->'source'->>'type' = 'live'`,
+    );
+    return rows.map((r) => String(r.id));
   }
 
   async get(id: string): Promise<StoredShadowCampaign | null> {
@@ -62,11 +123,18 @@ export class ShadowRepository {
     return rows.map((r) => ({ request: r.request, sample: r.observations as ShadowSample }));
   }
 
-  /** A running campaign's report so far (live campaigns, once a window). */
-  async updateReport(id: string, report: NonNullable<StoredShadowCampaign['report']>): Promise<void> {
+  /**
+   * A running campaign's report so far (live campaigns, once a window), written only while
+   * `owner` holds it: an orchestrator that lost it (stalled past its lease) overwrites nothing.
+   */
+  async updateReport(
+    id: string,
+    report: NonNullable<StoredShadowCampaign['report']>,
+    owner: string,
+  ): Promise<void> {
     await this.db.query(
-      `UPDATE shadow_campaigns SET report = $2::jsonb WHERE id = $1 AND status = 'running'`,
-      [id, JSON.stringify(report)],
+      `UPDATE shadow_campaigns SET report = $2::jsonb WHERE id = $1 AND status = 'running' AND owner = $3`,
+      [id, JSON.stringify(report), owner],
     );
   }
 
@@ -83,16 +151,27 @@ export class ShadowRepository {
     return Number(row.count);
   }
 
+  /**
+   * Ends a campaign, and deletes the analyzer's breakers on its candidate (shadow_breakers, run
+   * id `shadowRunId(id)`) in the same transaction: an always-on deployment starts and stops
+   * campaigns for ever, and those rows would otherwise stay. The analyzer stores no breaker of a
+   * campaign that has ended (ShadowBreakerRepository.save), so a window judged late adds none back.
+   */
   async finish(
     id: string,
     status: 'completed' | 'failed',
     report: StoredShadowCampaign['report'],
     reason: string | null,
   ): Promise<void> {
-    await this.db.query(
-      `UPDATE shadow_campaigns SET status = $2, report = $3::jsonb, reason = $4, ended_at = now() WHERE id = $1`,
-      [id, status, report === null ? null : JSON.stringify(report), reason],
-    );
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `UPDATE shadow_campaigns SET status = $2, report = $3::jsonb, reason = $4, ended_at = now(),
+                lease_until = NULL
+          WHERE id = $1`,
+        [id, status, report === null ? null : JSON.stringify(report), reason],
+      );
+      await tx.query('DELETE FROM shadow_breakers WHERE run_id = $1', [shadowRunId(id)]);
+    });
   }
 }
 

@@ -4,7 +4,8 @@
 // - docker-compose.yml and every YAML under deploy/ parse; dashboards are valid JSON;
 // - kafka-init creates exactly the topics of libs/contracts/src/topics.ts;
 // - every vllm:* / DCGM_FI_* name the rules and dashboards use is one the sim exposes
-//   (libs/sim/src/metrics), or a legacy vLLM name the rules accept with `or`.
+//   (libs/sim/src/metrics), or a legacy vLLM name the rules accept with `or`;
+// - the shadow-gateway service sets only variables `fathom shadow gateway` reads.
 // `npm test` runs it (test/deploy/deploy-verify.spec.ts), so the files cannot drift from the code.
 // `promtool check config` / `promtool test rules deploy/prometheus/tests/*.yml` go further.
 'use strict';
@@ -67,7 +68,34 @@ function verifyDeploy(root = join(__dirname, '..'), { composeText } = {}) {
     if (!simSources.includes(`'${base}'`) && !legacyVllm.includes(base))
       problems.push(`metric ${name} is not exposed by libs/sim`);
   }
+  problems.push(...verifyShadowGateway(root, compose.services['shadow-gateway']));
   return { problems, topics: initTopics.length, targetMetrics: used.size, dashboards: dashboards.length };
+}
+
+/**
+ * The shadow-gateway service: under profile `shadow`, scalable (no container_name), configured
+ * only by variables `fathom shadow gateway` reads (SHADOW_GATEWAY_ENV in its command file), with
+ * the campaign among them, and health-checked on its admin port.
+ */
+function verifyShadowGateway(root, service) {
+  if (!service) return ['docker-compose.yml has no shadow-gateway service'];
+  const problems = [];
+  const source = readFileSync(join(root, 'apps/cli/src/commands/shadow.command.ts'), 'utf8');
+  const block = /SHADOW_GATEWAY_ENV = \{([^}]*)\}/.exec(source);
+  const cliNames = block ? [...block[1].matchAll(/'(FATHOM_[A-Z_]+)'/g)].map((m) => m[1]) : [];
+  if (!cliNames.length) problems.push('apps/cli/src/commands/shadow.command.ts: SHADOW_GATEWAY_ENV not found');
+  const env = service.environment ?? {};
+  for (const name of Object.keys(env))
+    if (!cliNames.includes(name)) problems.push(`shadow-gateway sets ${name}, which fathom shadow gateway does not read`);
+  for (const name of ['FATHOM_SHADOW_CAMPAIGN', 'FATHOM_SHADOW_ADMIN_LISTEN'])
+    if (!(name in env)) problems.push(`shadow-gateway does not set ${name}`);
+  if (!(service.profiles ?? []).includes('shadow')) problems.push('shadow-gateway is not under profile shadow');
+  if (service.container_name) problems.push('shadow-gateway has a container_name: it cannot be scaled');
+  const adminPort = /:(\d+)$/.exec(String(env.FATHOM_SHADOW_ADMIN_LISTEN ?? ''))?.[1];
+  const probe = service.healthcheck?.test ?? [];
+  if (!probe.includes('deploy/docker/healthcheck.js') || probe.at(-1) !== adminPort)
+    problems.push(`shadow-gateway's healthcheck does not probe its admin port ${adminPort}`);
+  return problems;
 }
 
 module.exports = { verifyDeploy };

@@ -29,4 +29,19 @@ describe('deploy/verify.js', () => {
 
     expect(sut.problems).toEqual([expect.stringContaining('misses fathom.state.root-cause.v1')]);
   });
+
+  it('names a shadow-gateway variable the CLI does not read, and a healthcheck off the admin port', () => {
+    const compose = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+    const drifted = compose
+      .replace('FATHOM_SHADOW_SAMPLE_RATE:', 'FATHOM_SHADOW_SAMPLING:')
+      .replace('"/health", "9464"]', '"/health", "9091"]');
+    expect(drifted).not.toBe(compose);
+
+    const sut = verifyDeploy(ROOT, { composeText: drifted });
+
+    expect(sut.problems).toEqual([
+      'shadow-gateway sets FATHOM_SHADOW_SAMPLING, which fathom shadow gateway does not read',
+      "shadow-gateway's healthcheck does not probe its admin port 9464",
+    ]);
+  });
 });

@@ -21,6 +21,7 @@ export * from './shard-command.util';
 export * from './http/alertmanager.schema';
 export * from './http/schedule.schema';
 export * from './http/shadow-campaign.schema';
+export * from './http/shadow-gateway.schema';
 export * from './settings.util';
 export * from './campaign/secret.schema';
 export * from './json-depth.util';

@@ -6,7 +6,7 @@ import {
   type CanActivate,
   type ExecutionContext,
 } from '@nestjs/common';
-import { timingSafeEqual } from 'node:crypto';
+import { bearerTokenMatches } from './http/bearer-token.util';
 import { ORCHESTRATOR_SETTINGS, type OrchestratorSettings } from './orchestrator.settings';
 
 /**
@@ -23,10 +23,7 @@ export class AlertWebhookGuard implements CanActivate {
     if (!secret)
       throw new ServiceUnavailableException('alert webhook disabled: FATHOM_ALERT_WEBHOOK_SECRET is not set');
     const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
-    const header = request.headers.authorization ?? '';
-    const presented = Buffer.from(header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '');
-    const expected = Buffer.from(secret);
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+    if (!bearerTokenMatches(request.headers.authorization, secret)) {
       throw new UnauthorizedException('the webhook secret is required');
     }
     return true;

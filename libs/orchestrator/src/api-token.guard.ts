@@ -5,7 +5,7 @@ import {
   type CanActivate,
   type ExecutionContext,
 } from '@nestjs/common';
-import { timingSafeEqual } from 'node:crypto';
+import { bearerTokenMatches } from './http/bearer-token.util';
 
 export const API_TOKEN = Symbol('API_TOKEN');
 
@@ -22,11 +22,7 @@ export class ApiTokenGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     if (!this.token) return true;
     const request = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>();
-    const header = request.headers.authorization ?? '';
-    const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
-    const a = Buffer.from(presented);
-    const b = Buffer.from(this.token);
-    if (a.length !== b.length || !timingSafeEqual(a, b)) {
+    if (!bearerTokenMatches(request.headers.authorization, this.token)) {
       throw new UnauthorizedException('a valid bearer token is required');
     }
     return true;

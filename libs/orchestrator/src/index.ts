@@ -5,4 +5,5 @@ export { FieldValidationError, FieldValidationFilter, parseFields } from './http
 export { BodyDepthInterceptor } from './http/body-depth.interceptor';
 export * from './orchestrator.settings';
 export * from './shadow/gateway/shadow-gateway';
+export * from './shadow/gateway/shadow-gateway-admin';
 export * from './run-progress.service';

@@ -10,11 +10,13 @@ const ANSWER = '{"id":"c","object":"chat.completion","choices":[]}';
 /** A loopback server on a free port answering `status` and `body`, keeping each request body. */
 async function serve(status: number, body: string) {
   const bodies: string[] = [];
+  const requests: Array<{ url: string; authorization: string | undefined }> = [];
   const server = createServer((req, res) => {
     let text = '';
     req.on('data', (c: Buffer) => (text += c.toString('utf8')));
     req.on('end', () => {
       bodies.push(text);
+      requests.push({ url: req.url ?? '', authorization: req.headers.authorization });
       res.writeHead(status, { 'content-type': 'application/json' }).end(body);
     });
   });
@@ -23,8 +25,18 @@ async function serve(status: number, body: string) {
   return {
     url: `http://127.0.0.1:${port}`,
     bodies,
+    requests,
     close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
   };
+}
+
+/**
+ * Copies the gateway at `admin` counts accepted. The receiver holding a copy is not enough: the
+ * copy thread counts it a turn later, and a kill switch in between counts it dropped.
+ */
+async function copied(admin: string): Promise<number> {
+  const metrics = await (await fetch(`${admin}/metrics`)).text();
+  return Number(/^fathom_shadow_gateway_copies_total\{outcome="copied"[^}]*\} (\d+)$/m.exec(metrics)?.[1]);
 }
 
 describe('fathom shadow gateway', () => {
@@ -38,15 +50,17 @@ describe('fathom shadow gateway', () => {
       const gateway = spawn(process.execPath, [
         BIN,
         ...['shadow', 'gateway', '--listen', '127.0.0.1:0', '--campaign', 'c1'],
+        ...['--admin-listen', '127.0.0.1:0'],
         ...['--primary', primary.url, '--api', orchestrator.url],
       ]);
       child = gateway;
       let stdout = '';
       gateway.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-      const url = await waitFor(() => /gateway on (http:\/\/\S+)/.exec(stdout)?.[1], {
+      const admin = await waitFor(() => /admin on (http:\/\/\S+)/.exec(stdout)?.[1], {
         timeoutMs: 30_000,
         description: 'the gateway to listen',
       });
+      const url = /gateway on (http:\/\/\S+)/.exec(stdout)![1];
       const ask = async () => {
         const answer = await fetch(`${url}/v1/chat/completions`, {
           method: 'POST',
@@ -56,7 +70,7 @@ describe('fathom shadow gateway', () => {
         expect(await answer.text()).toBe(ANSWER);
       };
       await ask();
-      await waitFor(() => orchestrator.bodies.length === 1, { description: 'the first copy' });
+      await waitFor(async () => (await copied(admin)) === 1, { description: 'the first copy' });
       expect(orchestrator.bodies[0]).toContain('[EMAIL]');
 
       gateway.kill('SIGUSR2');
@@ -70,7 +84,7 @@ describe('fathom shadow gateway', () => {
       gateway.kill('SIGUSR2');
       await waitFor(() => stdout.includes('mirroring on'), { description: 'mirroring on' });
       await ask();
-      await waitFor(() => orchestrator.bodies.length === 2, { description: 'a copy after mirroring on' });
+      await waitFor(async () => (await copied(admin)) === 2, { description: 'a copy after mirroring on' });
 
       const exited = new Promise<number | null>((r) => gateway.once('exit', r));
       gateway.kill('SIGTERM');
@@ -83,5 +97,99 @@ describe('fathom shadow gateway', () => {
       await primary.close();
       await orchestrator.close();
     }
+  });
+
+  it('takes every setting from the environment, a flag winning, and serves the admin listener', async () => {
+    const primary = await serve(200, ANSWER);
+    const orchestrator = await serve(202, '{"accepted":true}');
+    let child: ChildProcessWithoutNullStreams | null = null;
+    try {
+      const gateway = spawn(process.execPath, [BIN, 'shadow', 'gateway', '--campaign', 'c-flag'], {
+        env: {
+          ...process.env,
+          FATHOM_SHADOW_LISTEN: '127.0.0.1:0',
+          FATHOM_SHADOW_ADMIN_LISTEN: '127.0.0.1:0',
+          FATHOM_SHADOW_CAMPAIGN: 'c-env', // the flag wins
+          FATHOM_SHADOW_PRIMARY: primary.url,
+          FATHOM_API_URL: orchestrator.url,
+          FATHOM_API_TOKEN: 'env-token',
+          FATHOM_SHADOW_SAMPLE_RATE: '1',
+        },
+      });
+      child = gateway;
+      let stdout = '';
+      gateway.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+      const admin = await waitFor(() => /admin on (http:\/\/\S+)/.exec(stdout)?.[1], {
+        timeoutMs: 30_000,
+        description: 'the admin listener',
+      });
+      const url = /gateway on (http:\/\/\S+)/.exec(stdout)![1];
+      expect(stdout).toContain(`-> primary ${primary.url}, copies to ${orchestrator.url}`);
+      const ask = async () => {
+        const answer = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"model":"m","messages":[{"role":"user","content":"hi"}]}',
+        });
+        expect(await answer.text()).toBe(ANSWER);
+      };
+      await ask();
+      await waitFor(async () => (await copied(admin)) === 1, { description: 'the first copy' });
+      expect(orchestrator.requests[0]).toEqual({
+        url: '/v1/shadow-campaigns/c-flag/mirror',
+        authorization: 'Bearer env-token',
+      });
+
+      expect(await (await fetch(`${admin}/health`)).json()).toEqual({
+        status: 'ok',
+        mirroring: true,
+        copyThreadUp: true,
+      });
+      const mirroring = (token: string) =>
+        fetch(`${admin}/mirroring`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}` },
+          body: '{"enabled":false}',
+        });
+      expect((await mirroring('not-the-token')).status).toBe(401);
+      expect((await mirroring('env-token')).status).toBe(200);
+      await ask();
+      const metrics = await (await fetch(`${admin}/metrics`)).text();
+      expect(metrics).toMatch(/^fathom_shadow_gateway_forwarded_total\{[^}]*\} 2$/m);
+      expect(metrics).toMatch(/^fathom_shadow_gateway_mirroring\{[^}]*\} 0$/m);
+
+      const exited = new Promise<number | null>((r) => gateway.once('exit', r));
+      gateway.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      child = null;
+      expect(stdout).toContain('forwarded 2 (primary unreachable 0), copied 1, dropped 0, failed 0');
+      expect(orchestrator.requests).toHaveLength(1);
+    } finally {
+      child?.kill('SIGKILL');
+      await primary.close();
+      await orchestrator.close();
+    }
+  });
+
+  it('names the empty campaign and the bad admin address instead of starting', async () => {
+    const run = (args: string[], env: Record<string, string>) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const cli = spawn(process.execPath, [BIN, 'shadow', 'gateway', ...args], {
+          env: { ...process.env, ...env },
+        });
+        let stderr = '';
+        cli.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+        cli.once('exit', (code) => resolve({ code, stderr }));
+      });
+    const empty = await run([], { FATHOM_SHADOW_CAMPAIGN: '', FATHOM_SHADOW_PRIMARY: 'http://127.0.0.1:1' });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('--campaign (or FATHOM_SHADOW_CAMPAIGN) is empty');
+    const badAdmin = await run(['--listen', '127.0.0.1:0'], {
+      FATHOM_SHADOW_CAMPAIGN: 'c1',
+      FATHOM_SHADOW_PRIMARY: 'http://127.0.0.1:1',
+      FATHOM_SHADOW_ADMIN_LISTEN: 'localhost',
+    });
+    expect(badAdmin.code).toBe(2);
+    expect(badAdmin.stderr).toContain("--admin-listen wants host:port, got 'localhost'");
   });
 });

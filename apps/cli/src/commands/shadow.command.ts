@@ -1,9 +1,10 @@
-import type { Command } from 'commander';
-import { startShadowGateway } from '@fathom/orchestrator';
+import { Option, type Command } from 'commander';
+import { startShadowGateway, startShadowGatewayAdmin, type ShadowGatewayAdmin } from '@fathom/orchestrator';
 import { CliExit } from '../cli-exit';
 
 interface GatewayOptions {
   listen: string;
+  adminListen?: string;
   campaign: string;
   primary?: string;
   api: string;
@@ -11,65 +12,145 @@ interface GatewayOptions {
   sampleRate: string;
 }
 
+/**
+ * The environment variables the gateway reads, one per flag (the flag wins), so that a container
+ * needs no shell. deploy/verify.js checks docker-compose.yml's shadow-gateway against these.
+ */
+export const SHADOW_GATEWAY_ENV = {
+  listen: 'FATHOM_SHADOW_LISTEN',
+  adminListen: 'FATHOM_SHADOW_ADMIN_LISTEN',
+  campaign: 'FATHOM_SHADOW_CAMPAIGN',
+  primary: 'FATHOM_SHADOW_PRIMARY',
+  api: 'FATHOM_API_URL',
+  token: 'FATHOM_API_TOKEN',
+  sampleRate: 'FATHOM_SHADOW_SAMPLE_RATE',
+} as const;
+
 /** `host:port`, `[v6]:port` or `:port`. */
-export function parseListen(listen: string): { host: string; port: number } {
+export function parseListen(listen: string, flag = '--listen'): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(listen);
   const port = match ? Number(match[3]) : NaN;
   if (!match || !Number.isInteger(port) || port < 0 || port > 65535)
-    throw new CliExit(2, `fathom shadow gateway: --listen wants host:port, got '${listen}'`);
+    throw new CliExit(2, `fathom shadow gateway: ${flag} wants host:port, got '${listen}'`);
   return { host: match[1] ?? (match[2] || '127.0.0.1'), port };
 }
+
+const DEFAULT_LISTEN = '127.0.0.1:9090';
+const DEFAULT_API = 'http://127.0.0.1:7070';
+const DEFAULT_SAMPLE_RATE = '1';
+
+/** An option set to '' (a compose variable left empty) is not set. */
+const given = (value: string | undefined): string | undefined => (value?.trim() ? value : undefined);
 
 /**
  * `fathom shadow gateway --listen 127.0.0.1:9090 --campaign ID [--primary URL] [--api URL]`:
  * production clients talk to the gateway as to the primary; a sampled, redacted copy of each
  * chat request goes to the live shadow campaign through the orchestrator's mirror receiver.
- * SIGUSR2 toggles copying (the kill switch; the proxy stays up); SIGINT/SIGTERM end it.
+ * SIGUSR2 or `POST /mirroring` on the admin listener toggles copying (the kill switch; the proxy
+ * stays up); SIGINT/SIGTERM end it. Every setting can come from the environment (SHADOW_GATEWAY_ENV).
  */
 export function registerShadowCommand(program: Command): void {
   const shadow = program.command('shadow').description('Shadow testing from live traffic');
+  const fromEnv = (flags: string, description: string, env: string) =>
+    new Option(flags, description).env(env);
   shadow
     .command('gateway')
     .description(
       'Proxy production traffic to the primary unchanged (streamed), and mirror a sampled, redacted copy to a live shadow campaign',
     )
-    .requiredOption('--listen <host:port>', 'where production clients connect', '127.0.0.1:9090')
-    .requiredOption('--campaign <id>', 'the live shadow campaign (source type live) the copies feed')
-    .option(
-      '--primary <url>',
-      "the production server's origin (default: the campaign's primary, without /v1)",
+    .addOption(
+      fromEnv('--listen <host:port>', 'where production clients connect', SHADOW_GATEWAY_ENV.listen)
+        .default(DEFAULT_LISTEN)
+        .makeOptionMandatory(),
     )
-    .option('--api <url>', 'the orchestrator', 'http://127.0.0.1:7070')
-    .option('--token <token>', 'bearer token for the orchestrator (default: $FATHOM_API_TOKEN)')
-    .option('--sample-rate <x>', 'share of chat requests copied, 0..1', '1')
+    .addOption(
+      fromEnv(
+        '--admin-listen <host:port>',
+        'admin listener (off by default): GET /health, GET /metrics, POST /mirroring {"enabled":false}',
+        SHADOW_GATEWAY_ENV.adminListen,
+      ),
+    )
+    .addOption(
+      fromEnv(
+        '--campaign <id>',
+        'the live shadow campaign (source type live) the copies feed',
+        SHADOW_GATEWAY_ENV.campaign,
+      ).makeOptionMandatory(),
+    )
+    .addOption(
+      fromEnv(
+        '--primary <url>',
+        "the production server's origin (default: the campaign's primary, without /v1)",
+        SHADOW_GATEWAY_ENV.primary,
+      ),
+    )
+    .addOption(fromEnv('--api <url>', 'the orchestrator', SHADOW_GATEWAY_ENV.api).default(DEFAULT_API))
+    .addOption(
+      fromEnv(
+        '--token <token>',
+        "the orchestrator's API token: sent with each copy, and needed by POST /mirroring",
+        SHADOW_GATEWAY_ENV.token,
+      ),
+    )
+    .addOption(
+      fromEnv(
+        '--sample-rate <x>',
+        'share of chat requests copied, 0..1',
+        SHADOW_GATEWAY_ENV.sampleRate,
+      ).default(DEFAULT_SAMPLE_RATE),
+    )
     .addHelpText(
       'after',
       `
+A flag wins over its environment variable; a variable set to '' counts as unset.
+
 Examples:
   fathom shadow gateway --listen 127.0.0.1:9090 --campaign 7f3c... --primary http://10.0.0.5:8000
   OPENAI_BASE_URL=http://127.0.0.1:9090/v1 your-app   # clients talk to the gateway instead of the primary
-  kill -USR2 <gateway pid>   # kill switch: stop copying within a second (the proxy stays up); again: resume`,
+  kill -USR2 <gateway pid>   # kill switch: stop copying within a second (the proxy stays up); again: resume
+  fathom shadow gateway --campaign 7f3c... --admin-listen 127.0.0.1:9464
+  curl -X POST -H "authorization: Bearer $FATHOM_API_TOKEN" -d '{"enabled":false}' 127.0.0.1:9464/mirroring`,
     )
     .action(async (options: GatewayOptions) => {
-      const { host, port } = parseListen(options.listen);
-      const sampleRate = Number(options.sampleRate);
+      const campaign = given(options.campaign);
+      if (!campaign)
+        throw new CliExit(
+          2,
+          `fathom shadow gateway: --campaign (or ${SHADOW_GATEWAY_ENV.campaign}) is empty`,
+        );
+      const { host, port } = parseListen(given(options.listen) ?? DEFAULT_LISTEN);
+      const adminListen = given(options.adminListen);
+      const admin = adminListen ? parseListen(adminListen, '--admin-listen') : null;
+      const sampleRate = Number(given(options.sampleRate) ?? DEFAULT_SAMPLE_RATE);
       if (!(sampleRate >= 0 && sampleRate <= 1))
         throw new CliExit(2, `fathom shadow gateway: --sample-rate wants 0..1, got '${options.sampleRate}'`);
-      const api = options.api.replace(/\/+$/, '');
-      const token = options.token ?? process.env.FATHOM_API_TOKEN;
-      const primary = options.primary ?? (await campaignPrimary(api, options.campaign, token));
+      const api = (given(options.api) ?? DEFAULT_API).replace(/\/+$/, '');
+      const token = given(options.token);
+      const primary = given(options.primary) ?? (await campaignPrimary(api, campaign, token));
       const gateway = await startShadowGateway({
         host,
         port,
         primary,
-        mirror: { url: `${api}/v1/shadow-campaigns/${encodeURIComponent(options.campaign)}/mirror`, token },
+        mirror: { url: `${api}/v1/shadow-campaigns/${encodeURIComponent(campaign)}/mirror`, token },
         sampleRate,
       });
+      let adminServer: ShadowGatewayAdmin | null = null;
+      try {
+        if (admin) adminServer = await startShadowGatewayAdmin(gateway, { ...admin, token: token ?? null });
+      } catch (error) {
+        await gateway.close();
+        throw new CliExit(
+          2,
+          `fathom shadow gateway: --admin-listen ${adminListen}: ${(error as Error).message}`,
+        );
+      }
       process.stdout.write(
         `fathom shadow gateway on ${gateway.url} -> primary ${primary}, copies to ${api}\n`,
       );
-      // The kill switch is a signal, not an HTTP route: every path of the gateway is the primary's.
-      // SIGUSR2 because Node keeps SIGUSR1 for its inspector.
+      if (adminServer)
+        process.stdout.write(`admin on ${adminServer.url} (GET /health, GET /metrics, POST /mirroring)\n`);
+      // Every path of the gateway's own listener is the primary's: the kill switch is a signal,
+      // or POST /mirroring on the admin listener. SIGUSR2 because Node keeps SIGUSR1 for its inspector.
       const toggleMirroring = (): void => {
         const enabled = !gateway.stats().mirroring;
         gateway.setMirroring(enabled).then(
@@ -91,7 +172,11 @@ Examples:
           process.stdout.write(
             `forwarded ${s.forwarded} (primary unreachable ${s.primaryUnreachable}), copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed} (copy thread restarts ${s.copyWorkerDeaths})\n`,
           );
-          void gateway.close().then(resolve);
+          // The admin listener last: its /health answers 503 while the gateway closes.
+          void gateway
+            .close()
+            .then(() => adminServer?.close())
+            .then(resolve);
         };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);

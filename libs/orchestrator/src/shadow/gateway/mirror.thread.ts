@@ -23,6 +23,8 @@ export interface MirrorCounts {
   copyWorkerDeaths: number;
   /** False with no mirror, or while the kill switch is off. */
   mirroring: boolean;
+  /** A copy thread is started and ready to take copies (false while it starts or restarts). */
+  copyThreadUp: boolean;
 }
 
 /** A thread that stayed up this long before dying starts the restart backoff again from 1 s. */
@@ -107,7 +109,7 @@ export class MirrorThread {
   }
 
   stats(): MirrorCounts {
-    return { ...this.counts, mirroring: this.enabled };
+    return { ...this.counts, mirroring: this.enabled, copyThreadUp: this.readyNow };
   }
 
   /**

@@ -6,6 +6,7 @@ import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { waitFor } from '@fathom/testing';
 import { compileRedactor, redactDeep } from '../redaction.util';
 import { startShadowGateway, type ShadowGateway } from './shadow-gateway';
+import { startShadowGatewayAdmin } from './shadow-gateway-admin';
 
 /** A loopback server on a free port; `handler` answers each request. */
 async function serve(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<{
@@ -448,6 +449,195 @@ describe('shadow gateway', () => {
     } finally {
       await sut.close();
     }
+  });
+
+  describe('admin listener', () => {
+    /** The value of series `name` whose labels include each of `labels` (`k="v"`), or null. */
+    function sample(metrics: string, name: string, ...labels: string[]): number | null {
+      for (const line of metrics.split('\n')) {
+        if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+        if (labels.every((label) => line.includes(label)))
+          return Number(line.slice(line.lastIndexOf(' ') + 1));
+      }
+      return null;
+    }
+
+    async function withAdmin(
+      sut: ShadowGateway,
+      token: string | null,
+      run: (admin: { url: string; metrics(): Promise<string> }) => Promise<void>,
+    ) {
+      const admin = await startShadowGatewayAdmin(sut, { host: '127.0.0.1', port: 0, token });
+      try {
+        await run({ url: admin.url, metrics: async () => (await fetch(`${admin.url}/metrics`)).text() });
+      } finally {
+        await sut.close();
+        await admin.close();
+      }
+    }
+
+    const switchMirroring = (adminUrl: string, body: string, token?: string) =>
+      fetch(`${adminUrl}/mirroring`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body,
+      });
+
+    it('answers /health with mirroring and the copy thread, and 503 once the gateway closes', async () => {
+      const sut = await gateway(`${receiver.url}/mirror`, { copyRestartBackoffMs: () => 60_000 });
+      const admin = await startShadowGatewayAdmin(sut, { host: '127.0.0.1', port: 0, token: null });
+      try {
+        const up = await fetch(`${admin.url}/health`);
+        expect(up.status).toBe(200);
+        expect(await up.json()).toEqual({ status: 'ok', mirroring: true, copyThreadUp: true });
+        // A dead copy thread leaves the proxy serving (fail-open): still 200, the thread shown down.
+        await sut.terminateCopyWorker();
+        const restarting = await fetch(`${admin.url}/health`);
+        expect(restarting.status).toBe(200);
+        expect(await restarting.json()).toEqual({ status: 'ok', mirroring: true, copyThreadUp: false });
+        const closed = sut.close();
+        const closing = await fetch(`${admin.url}/health`);
+        expect(closing.status).toBe(503);
+        expect(await closing.json()).toEqual({ status: 'closing' });
+        await closed;
+      } finally {
+        await sut.close();
+        await admin.close();
+      }
+    });
+
+    it('counts forwarded requests, copies by outcome and copy thread restarts in /metrics', async () => {
+      copies.length = 0;
+      const sut = await gateway(`${receiver.url}/mirror`, { copyRestartBackoffMs: () => 60_000 });
+      await withAdmin(sut, null, async (admin) => {
+        const before = await admin.metrics();
+        expect(sample(before, 'fathom_shadow_gateway_forwarded_total', 'service="shadow-gateway"')).toBe(0);
+        expect(sample(before, 'fathom_shadow_gateway_mirroring')).toBe(1);
+        expect(sample(before, 'fathom_shadow_gateway_copy_thread_up')).toBe(1);
+        for (let i = 0; i < 3; i++) await askChat(sut.url, false);
+        await fetch(`${sut.url}/v1/nope`).then((r) => r.text());
+        await waitFor(() => sut.stats().copied === 3, { timeoutMs: 5000, description: '3 copies' });
+        const after = await admin.metrics();
+        expect(sample(after, 'fathom_shadow_gateway_forwarded_total')).toBe(4);
+        expect(sample(after, 'fathom_shadow_gateway_primary_unreachable_total')).toBe(0);
+        expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="copied"')).toBe(3);
+        expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="dropped"')).toBe(0);
+        expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="failed"')).toBe(0);
+        expect(after).toContain('# TYPE fathom_shadow_gateway_copies_total counter');
+        expect(after).toContain('process_cpu_user_seconds_total');
+        // No thread until the restart (a minute away): offers are dropped, the death counted.
+        await sut.terminateCopyWorker();
+        await askChat(sut.url, false);
+        const dead = await admin.metrics();
+        expect(sample(dead, 'fathom_shadow_gateway_copy_thread_restarts_total')).toBe(1);
+        expect(sample(dead, 'fathom_shadow_gateway_copy_thread_up')).toBe(0);
+        expect(sample(dead, 'fathom_shadow_gateway_copies_total', 'outcome="dropped"')).toBe(1);
+      });
+    });
+
+    it('counts requests the primary could not be reached for', async () => {
+      const gone = await serve(() => undefined);
+      await gone.close();
+      const sut = await startShadowGateway({ host: '127.0.0.1', port: 0, primary: gone.url, mirror: null });
+      await withAdmin(sut, null, async (admin) => {
+        expect((await fetch(`${sut.url}/v1/models`)).status).toBe(502);
+        const metrics = await admin.metrics();
+        expect(sample(metrics, 'fathom_shadow_gateway_primary_unreachable_total')).toBe(1);
+        expect(sample(metrics, 'fathom_shadow_gateway_forwarded_total')).toBe(0);
+        expect(sample(metrics, 'fathom_shadow_gateway_mirroring')).toBe(0);
+      });
+    });
+
+    it('stops copying within a second of POST /mirroring off, stays a proxy, and copies again on', async () => {
+      copies.length = 0;
+      const sut = await gateway(`${receiver.url}/mirror`);
+      await withAdmin(sut, 'admin-secret', async (admin) => {
+        const direct = await askChat(primary.url, false);
+        await askChat(sut.url, false);
+        await waitFor(() => copies.length === 1, { timeoutMs: 5000, description: 'the first copy' });
+        const asked = performance.now();
+        const off = await switchMirroring(admin.url, '{"enabled": false}', 'admin-secret');
+        expect(performance.now() - asked).toBeLessThan(1000);
+        expect(off.status).toBe(200);
+        expect(await off.json()).toEqual({ mirroring: false });
+        for (let i = 0; i < 3; i++) expect((await askChat(sut.url, false)).equals(direct)).toBe(true);
+        await new Promise((r) => setTimeout(r, 300));
+        expect(copies).toHaveLength(1);
+        expect(await (await fetch(`${admin.url}/health`)).json()).toMatchObject({ mirroring: false });
+        expect(sample(await admin.metrics(), 'fathom_shadow_gateway_mirroring')).toBe(0);
+
+        const on = await switchMirroring(admin.url, '{"enabled": true}', 'admin-secret');
+        expect(await on.json()).toEqual({ mirroring: true });
+        await askChat(sut.url, false);
+        await waitFor(() => copies.length === 2, { timeoutMs: 5000, description: 'a copy after on' });
+        expect(sut.stats()).toMatchObject({ forwarded: 5, copied: 2, mirroring: true });
+      });
+    });
+
+    it('refuses POST /mirroring without the token (401), reads /health and /metrics without', async () => {
+      const sut = await gateway(`${receiver.url}/mirror`);
+      await withAdmin(sut, 'admin-secret', async (admin) => {
+        for (const token of [undefined, 'admin-secreT', 'admin-secret-longer']) {
+          const refused = await switchMirroring(admin.url, '{"enabled": false}', token);
+          expect(refused.status).toBe(401);
+          expect(refused.headers.get('www-authenticate')).toBe('Bearer');
+          expect(await refused.text()).toMatch(/bearer token/);
+        }
+        expect(sut.stats().mirroring).toBe(true);
+        expect((await fetch(`${admin.url}/health`)).status).toBe(200);
+        expect((await fetch(`${admin.url}/metrics`)).status).toBe(200);
+      });
+    });
+
+    it('answers 400 naming the problem for a bad body, 413 for a long one, 404 elsewhere, and keeps serving', async () => {
+      const sut = await gateway(`${receiver.url}/mirror`);
+      await withAdmin(sut, null, async (admin) => {
+        const bad: Array<[string, RegExp]> = [
+          ['', /not JSON/],
+          ['{"enabled": fals', /not JSON/],
+          ['{"enabled": "false"}', /enabled: .*expected boolean, received string/],
+          ['{}', /enabled: .*expected boolean, received undefined/],
+          ['[true]', /body: .*expected object, received array/],
+          ['null', /body: .*expected object, received null/],
+          ['{"enabled": false, "force": true}', /Unrecognized key.*force/],
+        ];
+        for (const [body, why] of bad) {
+          const answer = await switchMirroring(admin.url, body);
+          expect(answer.status).toBe(400);
+          expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(why);
+        }
+        const long = await switchMirroring(
+          admin.url,
+          `{"enabled": false, "pad": "${'x'.repeat(64 * 1024)}"}`,
+        );
+        expect(long.status).toBe(413);
+        for (const [method, path] of [
+          ['GET', '/'],
+          ['GET', '/mirroring'],
+          ['POST', '/health'],
+          ['DELETE', '/metrics'],
+          ['GET', '/v1/chat/completions'],
+        ]) {
+          const answer = await fetch(`${admin.url}${path}`, { method });
+          expect(answer.status).toBe(404);
+          expect(await answer.text()).toMatch(/GET \/health, GET \/metrics, POST \/mirroring/);
+        }
+        expect(sut.stats().mirroring).toBe(true);
+        expect((await fetch(`${admin.url}/health?probe=1`)).status).toBe(200);
+      });
+    });
+
+    it('answers 409 when asked to mirror without a mirror', async () => {
+      const sut = await gateway(null);
+      await withAdmin(sut, null, async (admin) => {
+        const answer = await switchMirroring(admin.url, '{"enabled": true}');
+        expect(answer.status).toBe(409);
+        expect(await answer.text()).toMatch(/no mirror/);
+      });
+    });
   });
 
   describe('with the official openai client against the simulator', () => {

@@ -44,9 +44,11 @@ export interface ShadowGateway {
    * is a pure proxy. true: copying starts again (resolves once the thread is ready).
    */
   setMirroring(enabled: boolean): Promise<void>;
+  /** True from the moment `close` was called: a health check should take the gateway out. */
+  closing(): boolean;
   /** Ends the copy thread as a crash would (it is restarted after the backoff). For operators and tests. */
   terminateCopyWorker(): Promise<void>;
-  /** Stops listening, ends the copy thread, closes the connections to the primary. */
+  /** Stops listening, ends the copy thread, closes the connections to the primary. Once: later calls share it. */
   close(): Promise<void>;
 }
 
@@ -232,6 +234,7 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
   }
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  let closing: Promise<void> | null = null;
   return {
     url: `http://${host}:${port}`,
     stats: () => ({
@@ -243,6 +246,7 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
         pausedUntil: 0,
         copyWorkerDeaths: 0,
         mirroring: false,
+        copyThreadUp: false,
       }),
     }),
     setMirroring: async (enabled) => {
@@ -250,10 +254,12 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
       await mirror?.setMirroring(enabled);
     },
     terminateCopyWorker: async () => mirror?.terminate(),
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await Promise.all([pool.close(), mirror?.close()]);
-    },
+    closing: () => closing !== null,
+    close: () =>
+      (closing ??= (async () => {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await Promise.all([pool.close(), mirror?.close()]);
+      })()),
   };
 }

@@ -171,6 +171,58 @@ describe('fathom shadow gateway', () => {
     }
   });
 
+  it('drains on SIGTERM: /health says 503 while it still forwards, a second signal closes', async () => {
+    const primary = await serve(200, ANSWER);
+    let child: ChildProcessWithoutNullStreams | null = null;
+    try {
+      const gateway = spawn(
+        process.execPath,
+        [BIN, 'shadow', 'gateway', '--campaign', 'c1', '--sample-rate', '0', '--drain-ms', '60000'],
+        {
+          env: {
+            ...process.env,
+            FATHOM_SHADOW_LISTEN: '127.0.0.1:0',
+            FATHOM_SHADOW_ADMIN_LISTEN: '127.0.0.1:0',
+            FATHOM_SHADOW_PRIMARY: primary.url,
+          },
+        },
+      );
+      child = gateway;
+      let stdout = '';
+      gateway.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+      const admin = await waitFor(() => /admin on (http:\/\/\S+)/.exec(stdout)?.[1], {
+        timeoutMs: 30_000,
+        description: 'the admin listener',
+      });
+      const url = /gateway on (http:\/\/\S+)/.exec(stdout)![1];
+      const health = async () => {
+        const answer = await fetch(`${admin}/health`);
+        return { status: answer.status, body: (await answer.json()) as { status: string } };
+      };
+      expect((await health()).status).toBe(200);
+
+      gateway.kill('SIGTERM');
+      await waitFor(() => stdout.includes('draining'), { description: 'the drain' });
+      expect(await health()).toEqual({ status: 503, body: { status: 'draining' } });
+      const answer = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"m","messages":[{"role":"user","content":"hi"}]}',
+      });
+      expect(await answer.text()).toBe(ANSWER);
+
+      // Well before the 60 s drain ends: the second signal closes now.
+      const exited = new Promise<number | null>((r) => gateway.once('exit', r));
+      gateway.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      child = null;
+      expect(stdout).toContain('forwarded 1 (primary unreachable 0)');
+    } finally {
+      child?.kill('SIGKILL');
+      await primary.close();
+    }
+  });
+
   it('names the empty campaign and the bad admin address instead of starting', async () => {
     const run = (args: string[], env: Record<string, string>) =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
@@ -191,5 +243,11 @@ describe('fathom shadow gateway', () => {
     });
     expect(badAdmin.code).toBe(2);
     expect(badAdmin.stderr).toContain("--admin-listen wants host:port, got 'localhost'");
+    const badDrain = await run(['--listen', '127.0.0.1:0', '--drain-ms', '5s'], {
+      FATHOM_SHADOW_CAMPAIGN: 'c1',
+      FATHOM_SHADOW_PRIMARY: 'http://127.0.0.1:1',
+    });
+    expect(badDrain.code).toBe(2);
+    expect(badDrain.stderr).toContain("--drain-ms wants whole milliseconds 0..600000, got '5s'");
   });
 });

@@ -10,6 +10,7 @@ interface GatewayOptions {
   api: string;
   token?: string;
   sampleRate: string;
+  drainMs: string;
 }
 
 /**
@@ -24,6 +25,7 @@ export const SHADOW_GATEWAY_ENV = {
   api: 'FATHOM_API_URL',
   token: 'FATHOM_API_TOKEN',
   sampleRate: 'FATHOM_SHADOW_SAMPLE_RATE',
+  drainMs: 'FATHOM_SHADOW_DRAIN_MS',
 } as const;
 
 /** `host:port`, `[v6]:port` or `:port`. */
@@ -38,6 +40,7 @@ export function parseListen(listen: string, flag = '--listen'): { host: string; 
 const DEFAULT_LISTEN = '127.0.0.1:9090';
 const DEFAULT_API = 'http://127.0.0.1:7070';
 const DEFAULT_SAMPLE_RATE = '1';
+const DEFAULT_DRAIN_MS = '0';
 
 /** An option set to '' (a compose variable left empty) is not set. */
 const given = (value: string | undefined): string | undefined => (value?.trim() ? value : undefined);
@@ -99,6 +102,13 @@ export function registerShadowCommand(program: Command): void {
         SHADOW_GATEWAY_ENV.sampleRate,
       ).default(DEFAULT_SAMPLE_RATE),
     )
+    .addOption(
+      fromEnv(
+        '--drain-ms <ms>',
+        'on SIGTERM/SIGINT, keep forwarding this long with /health at 503 before closing (a second signal closes at once)',
+        SHADOW_GATEWAY_ENV.drainMs,
+      ).default(DEFAULT_DRAIN_MS),
+    )
     .addHelpText(
       'after',
       `
@@ -124,6 +134,12 @@ Examples:
       const sampleRate = Number(given(options.sampleRate) ?? DEFAULT_SAMPLE_RATE);
       if (!(sampleRate >= 0 && sampleRate <= 1))
         throw new CliExit(2, `fathom shadow gateway: --sample-rate wants 0..1, got '${options.sampleRate}'`);
+      const drainMs = Number(given(options.drainMs) ?? DEFAULT_DRAIN_MS);
+      if (!(Number.isInteger(drainMs) && drainMs >= 0 && drainMs <= 600_000))
+        throw new CliExit(
+          2,
+          `fathom shadow gateway: --drain-ms wants whole milliseconds 0..600000, got '${options.drainMs}'`,
+        );
       const api = (given(options.api) ?? DEFAULT_API).replace(/\/+$/, '');
       const token = given(options.token);
       const primary = given(options.primary) ?? (await campaignPrimary(api, campaign, token));
@@ -135,8 +151,14 @@ Examples:
         sampleRate,
       });
       let adminServer: ShadowGatewayAdmin | null = null;
+      let drainTimer: NodeJS.Timeout | null = null;
       try {
-        if (admin) adminServer = await startShadowGatewayAdmin(gateway, { ...admin, token: token ?? null });
+        if (admin)
+          adminServer = await startShadowGatewayAdmin(gateway, {
+            ...admin,
+            token: token ?? null,
+            draining: () => drainTimer !== null,
+          });
       } catch (error) {
         await gateway.close();
         throw new CliExit(
@@ -166,8 +188,14 @@ Examples:
       };
       process.on('SIGUSR2', toggleMirroring);
       await new Promise<void>((resolve) => {
-        const stop = (): void => {
+        let stopping = false;
+        const close = (): void => {
+          if (stopping) return;
+          stopping = true;
+          process.off('SIGINT', signalled);
+          process.off('SIGTERM', signalled);
           process.off('SIGUSR2', toggleMirroring);
+          if (drainTimer !== null) clearTimeout(drainTimer);
           const s = gateway.stats();
           process.stdout.write(
             `forwarded ${s.forwarded} (primary unreachable ${s.primaryUnreachable}), copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed} (copy thread restarts ${s.copyWorkerDeaths})\n`,
@@ -178,8 +206,18 @@ Examples:
             .then(() => adminServer?.close())
             .then(resolve);
         };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
+        // With a drain period the first signal only turns /health to 503 (the load balancer
+        // takes this replica out while it still forwards); the period's end, or a second
+        // signal, closes.
+        const signalled = (): void => {
+          if (drainMs === 0 || drainTimer !== null) return close();
+          process.stdout.write(
+            `draining: /health answers 503, closing in ${drainMs} ms (signal again to close now)\n`,
+          );
+          drainTimer = setTimeout(close, drainMs);
+        };
+        process.on('SIGINT', signalled);
+        process.on('SIGTERM', signalled);
       });
     });
 }

@@ -12,6 +12,11 @@ export interface ShadowGatewayAdminOptions {
   readonly port: number;
   /** The bearer token `POST /mirroring` needs (the orchestrator's API token); null: none needed. */
   readonly token: string | null;
+  /**
+   * True while the gateway drains before it closes (it still forwards; `/health` already says
+   * 503 so a load balancer takes it out first). Absent: never.
+   */
+  readonly draining?: () => boolean;
 }
 
 export interface ShadowGatewayAdmin {
@@ -131,8 +136,9 @@ function readSmallBody(req: IncomingMessage): Promise<string> {
  * The shadow gateway's admin listener, on an address of its own (every path of the gateway's
  * listener is the primary's). Routes; anything else is 404:
  * - `GET /health`: 200 `{status:"ok", mirroring, copyThreadUp}` while the gateway serves (a copy
- *   thread restarting leaves it 200: the proxy fails open); 503 `{status:"closing"}` once
- *   `close` was called, so a load balancer stops sending;
+ *   thread restarting leaves it 200: the proxy fails open); 503 `{status:"draining"}` while it
+ *   drains before closing (it still forwards) and `{status:"closing"}` once `close` was called,
+ *   so a load balancer stops sending;
  * - `GET /metrics`: Prometheus text (`fathom_shadow_gateway_*` and the process defaults);
  * - `POST /mirroring` `{"enabled": boolean}`: the kill switch, as SIGUSR2 (answers once it took
  *   effect: off in milliseconds); needs `Authorization: Bearer <token>` when a token is set.
@@ -177,6 +183,7 @@ export async function startShadowGatewayAdmin(
     if (route === 'GET /health') {
       const s = gateway.stats();
       if (gateway.closing()) return sendJson(res, 503, { status: 'closing' });
+      if (options.draining?.()) return sendJson(res, 503, { status: 'draining' });
       return sendJson(res, 200, { status: 'ok', mirroring: s.mirroring, copyThreadUp: s.copyThreadUp });
     }
     if (route === 'GET /metrics') {

@@ -157,6 +157,43 @@ describe('live shadow campaigns from mirrored traffic', () => {
     await stop(id);
   }, 30_000);
 
+  it('takes a batch of mirrored copies as the gateway sends them, each as the mirror route would', async () => {
+    const id = await liveCampaign(clean.url, { maxRatePerSec: 5 });
+    const batch = (copies: unknown[]) =>
+      fetch(`${sut.url}/v1/shadow-campaigns/${id}/mirror/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ copies }),
+      });
+    const copy = (i: number) => ({
+      body: { model: 'prod', messages: [{ role: 'user', content: `batched ${i}` }] },
+      intent: `intent-${i % 2}`,
+    });
+    const answer = await batch([
+      ...Array.from({ length: 5 }, (_, i) => copy(i)),
+      { body: { prompt: 'no messages' } },
+    ]);
+    expect(answer.status).toBe(202);
+    expect(await answer.json()).toEqual({ accepted: 5, invalid: 1 });
+    // The envelope itself wrong: refused whole, naming why.
+    const empty = await batch([]);
+    expect(empty.status).toBe(400);
+    expect(((await empty.json()) as { message: string }).message).toMatch(/^not a mirror batch: copies: /);
+    const tooMany = await batch(Array.from({ length: 257 }, (_, i) => copy(i)));
+    expect(tooMany.status).toBe(400);
+    const stray = await fetch(`${sut.url}/v1/shadow-campaigns/${id}/mirror/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ copies: [copy(0)], extra: true }),
+    });
+    expect(stray.status).toBe(400);
+    await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+    expect((await report(id)).report!.live!.offered).toBe(5);
+    await stop(id);
+    const gone = await batch([copy(9)]);
+    expect(gone.status).toBe(404);
+  }, 30_000);
+
   it('stops mirroring within a second of the kill switch', async () => {
     const id = await liveCampaign(candidateProxy.url);
     const post = () =>

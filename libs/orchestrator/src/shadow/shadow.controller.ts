@@ -14,6 +14,7 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { renderShadowReportHtml } from '@fathom/analysis';
+import { MirrorBatchSchema } from '@fathom/contracts';
 import { ApiTokenGuard } from '../api-token.guard';
 import { ShadowService } from './shadow.service';
 import { ShadowRepository } from '@fathom/storage';
@@ -115,5 +116,25 @@ export class ShadowController {
     if (outcome === 'not-live') throw new NotFoundException(`no running live shadow campaign ${id}`);
     if (outcome === 'invalid') throw new BadRequestException('not an OpenAI chat completion request');
     return { accepted: true };
+  }
+
+  /**
+   * Mirror receiver for several copies at once (`{"copies": [{"body": {...}, "intent": "..."}]}`,
+   * at most MIRROR_BATCH_MAX_COPIES): each copy as `:id/mirror` takes it, one HTTP request for
+   * all (the gateway's copy thread sends a slice's copies so). 202 with how many were accepted
+   * and how many were not chat completion requests; 400 when the envelope itself is wrong.
+   */
+  @Post(':id/mirror/batch')
+  @HttpCode(202)
+  @UseGuards(ApiTokenGuard)
+  mirrorBatch(@Param('id') id: string, @Body() body: unknown) {
+    const batch = MirrorBatchSchema.safeParse(body);
+    if (!batch.success)
+      throw new BadRequestException(
+        `not a mirror batch: ${batch.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`,
+      );
+    const outcome = this.service.offerBatch(id, batch.data.copies);
+    if (outcome === 'not-live') throw new NotFoundException(`no running live shadow campaign ${id}`);
+    return outcome;
   }
 }

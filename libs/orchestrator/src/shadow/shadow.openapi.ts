@@ -85,5 +85,44 @@ export const SHADOW_OPENAPI: OpenApiExtension = {
         },
       },
     },
+    '/v1/shadow-campaigns/{id}/mirror/batch': {
+      post: {
+        summary:
+          'Mirror receiver for several copies in one request (the shadow gateway sends each slice of copies so): {"copies": [{"body": <chat request>, "intent": "..."}]}, at most 256; each copy is taken as /mirror takes one',
+        security: [{ apiToken: [] }],
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['copies'],
+                properties: {
+                  copies: {
+                    type: 'array',
+                    minItems: 1,
+                    maxItems: 256,
+                    items: {
+                      type: 'object',
+                      required: ['body'],
+                      properties: { body: { type: 'object' }, intent: { type: 'string', nullable: true } },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '202': {
+            description:
+              '{accepted, invalid}: copies handed on, and copies that were not chat completion requests',
+          },
+          '400': { description: 'not a mirror batch (the envelope)' },
+          '404': { description: 'no running live campaign' },
+        },
+      },
+    },
   },
 };

@@ -306,6 +306,25 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
     return 'accepted';
   }
 
+  /**
+   * Several mirrored copies for live campaign `id` (`POST .../mirror/batch`), each as `offer`
+   * takes one: how many were handed to the bus and how many were not chat completion requests.
+   */
+  offerBatch(
+    id: string,
+    copies: ReadonlyArray<{ body: unknown; intent?: string | null }>,
+  ): { accepted: number; invalid: number } | 'not-live' {
+    let accepted = 0;
+    let invalid = 0;
+    for (const copy of copies) {
+      const outcome = this.offer(id, copy.body, copy.intent || undefined);
+      if (outcome === 'not-live') return accepted === 0 ? 'not-live' : { accepted, invalid };
+      if (outcome === 'accepted') accepted++;
+      else invalid++;
+    }
+    return { accepted, invalid };
+  }
+
   private async startLive(
     id: string,
     config: ShadowCampaignInput & { source: Extract<ShadowCampaignInput['source'], { type: 'live' }> },

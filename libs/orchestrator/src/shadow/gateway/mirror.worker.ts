@@ -1,8 +1,9 @@
 /**
  * Worker-thread entry of `MirrorThread`: for each request body the gateway hands over, parses
  * it, redacts it (`redactDeep` with the rules of `workerData`), and posts it to the mirror
- * receiver; reports what settled, coalesced per turn of this thread's event loop. All of it may
- * take this thread's time; none of it is the forwarding loop's.
+ * receiver (alone, or with the other copies of its slice in one request to the batch route);
+ * reports what settled, coalesced per turn of this thread's event loop. All of it may take this
+ * thread's time; none of it is the forwarding loop's.
  *
  * Copies arriving together are queued and made in slices of `SLICE_MS`, this thread sleeping
  * `YIELD_MS` between two (see there), so a forwarding loop that shares its core never waits
@@ -21,6 +22,14 @@ const data = workerData as MirrorWorkerData;
 const redact = compileRedactor(data.rules);
 const receiver = new URL(data.url);
 const path = `${receiver.pathname}${receiver.search}`;
+/** The receiver's batch route (`POST .../mirror/batch`): the copies of one slice in one request. */
+const batchPath = `${receiver.pathname.replace(/\/+$/, '')}/batch${receiver.search}`;
+/**
+ * A batch's most copies, and about its most JSON characters: the orchestrator's JSON body limit
+ * is 100 KB. A copy bigger than that alone goes on its own, as every copy did before batches.
+ */
+const MAX_BATCH_COPIES = 64;
+const MAX_BATCH_CHARS = 64 * 1024;
 /**
  * Keep-alive connections to the receiver, as many as copies in flight (at most the pending cap).
  * Undici's own timeouts bound a copy, not an AbortSignal per copy: a signal and its timer cost
@@ -56,8 +65,9 @@ function report(): void {
   port!.postMessage(message);
 }
 
-function settled(outcome: keyof typeof tally): void {
-  tally[outcome]++;
+function settled(outcome: keyof typeof tally, copies = 1): void {
+  if (copies === 0) return;
+  tally[outcome] += copies;
   if (!reportQueued) {
     reportQueued = true;
     setImmediate(report);
@@ -70,30 +80,73 @@ interface Copy {
   readonly intent: string | null;
 }
 
-function copy({ body, intent }: Copy): void {
-  if (Date.now() < pausedUntil) return settled('skipped');
+/** A copy parsed and redacted, ready to send. */
+interface Redacted {
+  readonly json: string;
+  readonly intent: string | null;
+}
+
+/** Parses and redacts a copy; null (counted skipped) when paused or not JSON. */
+function redacted({ body, intent }: Copy): Redacted | null {
+  if (Date.now() < pausedUntil) {
+    settled('skipped');
+    return null;
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(body).toString('utf8'));
   } catch {
-    return settled('skipped'); // not JSON: the primary will say so to the caller; nothing to compare
+    settled('skipped'); // not JSON: the primary will say so to the caller; nothing to compare
+    return null;
   }
+  return { json: JSON.stringify(redactDeep(parsed, redact)), intent };
+}
+
+/** How many of a batch the receiver's 202 says it took (`{"accepted": n}`); all when it does not say. */
+function acceptedOf(text: string, copies: number): number {
+  try {
+    const accepted = (JSON.parse(text) as { accepted?: unknown }).accepted;
+    return typeof accepted === 'number' && Number.isInteger(accepted)
+      ? Math.min(copies, Math.max(0, accepted))
+      : copies;
+  } catch {
+    return copies;
+  }
+}
+
+/**
+ * Sends copies: one alone to the mirror route, as a front proxy's mirror does (byte for byte
+ * the redacted request, its intent as the `x-fathom-intent` header); several in one request to
+ * the batch route. A POST costs this thread about as much as redacting a copy, so a slice's
+ * copies go together.
+ */
+function send(copies: readonly Redacted[]): void {
+  if (copies.length === 0) return;
+  const one = copies.length === 1 ? copies[0] : null;
   pool
     .request({
       method: 'POST',
-      path,
-      headers: intent !== null ? { ...headers, 'x-fathom-intent': intent } : headers,
-      body: JSON.stringify(redactDeep(parsed, redact)),
+      path: one ? path : batchPath,
+      headers: one?.intent != null ? { ...headers, 'x-fathom-intent': one.intent } : headers,
+      body: one
+        ? one.json
+        : `{"copies":[${copies.map((c) => `{${c.intent !== null ? `"intent":${JSON.stringify(c.intent)},` : ''}"body":${c.json}}`).join(',')}]}`,
       headersTimeout: data.copyTimeoutMs,
       bodyTimeout: data.copyTimeoutMs,
     })
     .then(async (answer) => {
+      if (answer.statusCode === 202) {
+        const accepted = one ? 1 : acceptedOf(await answer.body.text(), copies.length);
+        if (one) await answer.body.dump();
+        settled('copied', accepted);
+        settled('failed', copies.length - accepted);
+        return;
+      }
       await answer.body.dump();
-      if (answer.statusCode === 202) return settled('copied');
       if (answer.statusCode === 404) pausedUntil = Date.now() + data.pauseOnNotLiveMs;
-      settled('failed');
+      settled('failed', copies.length);
     })
-    .catch(() => settled('failed'));
+    .catch(() => settled('failed', copies.length));
 }
 
 /**
@@ -117,10 +170,25 @@ let draining = false;
  */
 function drain(): void {
   const until = performance.now() + SLICE_MS;
+  let batch: Redacted[] = [];
+  let chars = 0;
   for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    copy(next);
+    const copy = redacted(next);
+    if (copy !== null) {
+      if (
+        batch.length > 0 &&
+        (batch.length >= MAX_BATCH_COPIES || chars + copy.json.length > MAX_BATCH_CHARS)
+      ) {
+        send(batch);
+        batch = [];
+        chars = 0;
+      }
+      batch.push(copy);
+      chars += copy.json.length;
+    }
     if (performance.now() >= until) break;
   }
+  send(batch);
   if (queue.length === 0) {
     draining = false;
     return;

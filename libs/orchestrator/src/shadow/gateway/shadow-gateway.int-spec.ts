@@ -63,6 +63,8 @@ describe('shadow gateway', () => {
   let primary: Awaited<ReturnType<typeof serve>>;
   let receiver: Awaited<ReturnType<typeof serve>>;
   const copies: Array<{ body: unknown; raw: string; headers: IncomingMessage['headers'] }> = [];
+  /** POSTs the receiver got: to the mirror route (one copy each) and to the batch route. */
+  const posts = { single: 0, batches: 0 };
   let lastChunkSentAt = 0;
   /** Requests to the primary's `/v1/hold` (an answer begun and never ended) that were closed. */
   let holdsClosed = 0;
@@ -110,6 +112,20 @@ describe('shadow gateway', () => {
       );
     });
     receiver = await serve((req, res, body) => {
+      if (req.url === '/mirror/batch') {
+        // As the orchestrator's batch route: each copy as the mirror route would have had it.
+        posts.batches++;
+        const batch = JSON.parse(body) as { copies: Array<{ body: unknown; intent?: string }> };
+        for (const copy of batch.copies)
+          copies.push({
+            body: copy.body,
+            raw: JSON.stringify(copy.body),
+            headers: { ...req.headers, 'x-fathom-intent': copy.intent },
+          });
+        res.writeHead(202).end(JSON.stringify({ accepted: batch.copies.length, invalid: 0 }));
+        return;
+      }
+      posts.single++;
       copies.push({ body: JSON.parse(body), raw: body, headers: req.headers });
       res.writeHead(202).end('{"accepted":true}');
     });
@@ -195,15 +211,16 @@ describe('shadow gateway', () => {
     }
   });
 
-  it('copies each request of a concurrent burst once, none dropped below the cap', async () => {
+  it('copies each request of a concurrent burst once, none dropped below the cap, in batches', async () => {
     copies.length = 0;
+    posts.single = posts.batches = 0;
     const sut = await gateway(`${receiver.url}/mirror`);
     try {
       const burst = 48; // below the default cap of 64; more than one turn's slice of the copy thread
       const asked = Array.from({ length: burst }, (_, i) =>
         fetch(`${sut.url}/v1/chat/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', 'x-fathom-intent': `intent ${i}` },
           body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `question ${i}` }] }),
         }).then((answer) => answer.text()),
       );
@@ -213,6 +230,14 @@ describe('shadow gateway', () => {
         (c) => (c.body as { messages: Array<{ content: string }> }).messages[0].content,
       );
       expect(new Set(questions)).toEqual(new Set(Array.from({ length: burst }, (_, i) => `question ${i}`)));
+      // Each copy keeps its own intent, batched or not.
+      for (const copy of copies)
+        expect(copy.headers['x-fathom-intent']).toBe(
+          `intent ${(copy.body as { messages: Array<{ content: string }> }).messages[0].content.split(' ')[1]}`,
+        );
+      // Copies offered together went together: fewer POSTs than copies.
+      expect(posts.batches).toBeGreaterThan(0);
+      expect(posts.single + posts.batches).toBeLessThan(burst);
       expect(sut.stats()).toMatchObject({
         forwarded: burst,
         copied: burst,

@@ -5,7 +5,7 @@ import { SemanticSignalSchema } from './events/signal.event';
 import { SloTierChangeSchema, BreakerChangeSchema, RootCauseChangeSchema } from './events/state.event';
 import { RunReportSchema } from './events/report.event';
 import { DeadLetterSchema } from './events/dead-letter.event';
-import { ShadowRequestSchema } from './events/shadow.event';
+import { ShadowControlSchema, ShadowRequestSchema } from './events/shadow.event';
 
 /**
  * A topic: its versioned name, the zod schema of its events, and how an event is keyed.
@@ -103,6 +103,12 @@ export const Topics = {
     ShadowRequestSchema,
     (e) => e.id,
     'production traffic tap -> orchestrator (shadow testing): one request to replay, redacted on arrival',
+  ),
+  shadowControl: topic(
+    'fathom.shadow.control.v1',
+    ShadowControlSchema,
+    (e) => e.campaignId,
+    'orchestrator -> orchestrators: a live shadow campaign was stopped; the one running it stops its runner now',
   ),
   deadLetter: topic(
     'fathom.dlq.v1',

@@ -89,7 +89,11 @@ describe('shadow campaigns across orchestrator restarts and replicas', () => {
    * One orchestrator; `candidateKey` is the value its environment gives the candidate's key
    * reference; `onBus` the bus it is handed (default: the shared one).
    */
-  async function orchestrator(candidateKey = 'key-1', onBus: Bus = bus): Promise<FathomApp> {
+  async function orchestrator(
+    candidateKey = 'key-1',
+    onBus: Bus = bus,
+    lease = { ms: LEASE_MS, renewMs: RENEW_MS },
+  ): Promise<FathomApp> {
     const app = await createFathomApp({
       services: ['orchestrator'],
       bus: onBus,
@@ -98,8 +102,8 @@ describe('shadow campaigns across orchestrator restarts and replicas', () => {
       shutdownHooks: false,
       env: {
         ...process.env,
-        FATHOM_SHADOW_LEASE_MS: String(LEASE_MS),
-        FATHOM_SHADOW_LEASE_RENEW_MS: String(RENEW_MS),
+        FATHOM_SHADOW_LEASE_MS: String(lease.ms),
+        FATHOM_SHADOW_LEASE_RENEW_MS: String(lease.renewMs),
         FATHOM_SECRET_SHADOW_CANDIDATE: candidateKey,
         // Nothing but the shadow campaigns under test moves.
         FATHOM_RECONCILE_INTERVAL_MS: '600000',
@@ -301,11 +305,32 @@ describe('shadow campaigns across orchestrator restarts and replicas', () => {
     expect((await stop(b, id)).status).toBe(200);
     expect(await stored(id)).toMatchObject({ status: 'completed', reason: 'stopped' });
     expect(await breakers.get(shadowRunId(id), key)).toBeNull();
-    // a's runner stops at its next lease pass: its mirror refuses copies, nothing more is replayed.
+    // a's runner stops (on b's announcement, or at its next lease pass): its mirror refuses
+    // copies, nothing more is replayed.
     await until(async () => (await mirror(a, id, 1))[0] === 404, 5000, 'a refuses copies');
     const replays = candidate.authorizations.length;
     expect(await mirror(b, id, 1)).toEqual([404]);
     await new Promise((r) => setTimeout(r, WINDOW_MS + RENEW_MS));
+    expect(candidate.authorizations.length).toBe(replays);
+    expect(await stored(id)).toMatchObject({ status: 'completed', reason: 'stopped' });
+    await close(a);
+    await close(b);
+  }, 60_000);
+
+  it('stops the runner on another replica within a second of a stop taken here, not at its lease pass', async () => {
+    // Lease passes 30 s apart: only the stop's announcement on the bus can stop a's runner in time.
+    const slow = { ms: 90_000, renewMs: 30_000 };
+    const a = await orchestrator('key-1', bus, slow);
+    const id = await startLive(a);
+    expect(await mirror(a, id, 2)).toEqual([202, 202]);
+    await replayedAtLeast(id, 2);
+    const b = await orchestrator('key-1', bus, slow);
+    const stoppedAt = Date.now();
+    expect((await stop(b, id)).status).toBe(200);
+    await until(async () => (await mirror(a, id, 1))[0] === 404, 5000, 'a refuses copies');
+    expect(Date.now() - stoppedAt).toBeLessThan(1000);
+    const replays = candidate.authorizations.length;
+    await new Promise((r) => setTimeout(r, WINDOW_MS));
     expect(candidate.authorizations.length).toBe(replays);
     expect(await stored(id)).toMatchObject({ status: 'completed', reason: 'stopped' });
     await close(a);

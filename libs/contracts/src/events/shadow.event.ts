@@ -26,3 +26,17 @@ export const ShadowRequestSchema = z.object({
   }),
 });
 export type ShadowRequest = z.infer<typeof ShadowRequestSchema>;
+
+/**
+ * A live shadow campaign was stopped (topic `fathom.shadow.control.v1`), published by the
+ * orchestrator that took the stop when another one runs the campaign: that one's runner stops on
+ * it at once instead of at its next lease pass. Every orchestrator reads every message.
+ */
+export const ShadowControlSchema = z.object({
+  id: z.string().min(1),
+  schemaVersion: z.literal(1),
+  emittedAt: z.number().int().nonnegative(),
+  campaignId: z.string().min(1),
+  kind: z.literal('stopped'),
+});
+export type ShadowControl = z.infer<typeof ShadowControlSchema>;

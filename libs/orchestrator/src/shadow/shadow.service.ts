@@ -10,24 +10,23 @@ import { readFile } from 'node:fs/promises';
 import { InjectBus, type Bus, type Subscription } from '@fathom/bus';
 import { resolveSecrets, SecretResolutionError, type SecretSources } from '@fathom/load';
 import {
+  consumerGroup,
   secretText,
-  ShadowRequestSchema,
-  Topics,
-  type ShadowLiveStatus,
-  type ShadowRequest,
-} from '@fathom/contracts';
-import { cosineSimilarity } from '@fathom/semantic';
-import { consumerGroup } from '@fathom/contracts';
-import {
   ShadowCampaignInputSchema,
   ShadowLineSchema,
+  ShadowRequestSchema,
+  Topics,
   type ShadowCampaignInput,
+  type ShadowControl,
   type ShadowLine,
+  type ShadowLiveStatus,
+  type ShadowRequest,
+  type ShadowSample,
 } from '@fathom/contracts';
+import { cosineSimilarity } from '@fathom/semantic';
 import { compileRedactor, redactDeep } from './redaction.util';
 import { callChatTarget, embedTexts } from './shadow-target.client';
 import { answerChecks } from './answer-checks.util';
-import type { ShadowSample } from '@fathom/contracts';
 import { compareShadowSamples } from './shadow-diff.util';
 import { ShadowLiveRunner } from './shadow-live.runner';
 import { CampaignService } from '../campaign.service';
@@ -103,6 +102,15 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
 
   /** Takes over the campaigns left without a live orchestrator (this one restarted), then keeps the leases. */
   async onApplicationBootstrap(): Promise<void> {
+    // A stop taken by another orchestrator: this one's runner of it stops now (each
+    // orchestrator reads every control message: a group of its own).
+    this.subscriptions.add(
+      await this.bus.subscribe(
+        Topics.shadowControl,
+        { group: consumerGroup('orchestrator', Topics.shadowControl, this.lease.owner) },
+        (control: ShadowControl) => this.stoppedElsewhere(control.campaignId),
+      ),
+    );
     await this.leasePass();
     this.leaseTimer = setInterval(() => void this.leasePass(), this.renewEveryMs);
     this.leaseTimer.unref();
@@ -120,6 +128,16 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
     await this.shadows
       .releaseLeases(this.lease.owner)
       .catch((error: Error) => this.logger.warn(`shadow leases not released: ${error.message}`));
+  }
+
+  /** Another orchestrator ended live campaign `id` (its stop): the runner here, if any, stops replaying. */
+  private async stoppedElsewhere(id: string): Promise<void> {
+    this.runningLive.delete(id);
+    const runner = this.live.get(id);
+    if (!runner) return;
+    this.live.delete(id);
+    await runner.stop();
+    this.logger.log(`shadow ${id}: stopped through another orchestrator: runner stopped`);
   }
 
   /** One renewal and take-over pass (one already under way is joined, not doubled). */
@@ -265,6 +283,21 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
       if (!campaign || campaign.status !== 'running') return null;
       if (campaign.config.source.type !== 'live') return 'not-live';
       await this.shadows.finish(id, 'completed', campaign.report, 'stopped');
+      // The orchestrator running it stops its runner on this at once; its next lease pass would
+      // (it no longer holds a finished campaign), should the message be lost.
+      await this.bus
+        .publish(Topics.shadowControl, {
+          id: randomUUID(),
+          schemaVersion: 1,
+          emittedAt: Date.now(),
+          campaignId: id,
+          kind: 'stopped',
+        })
+        .catch((error: Error) =>
+          this.logger.warn(
+            `shadow ${id}: stop not announced (${error.message}); its runner stops at its next lease pass`,
+          ),
+        );
       return 'stopped';
     }
     this.live.delete(id);

@@ -89,7 +89,7 @@ export class ShadowController {
 
   /**
    * Kill switch of a live campaign: run by this orchestrator, mirroring stops (no replay starts)
-   * before this answers; run by another replica, that one's runner stops at its next lease pass.
+   * before this answers; run by another replica, that one's runner stops on the stop's announcement.
    */
   @Post(':id/stop')
   @HttpCode(200)

@@ -61,7 +61,7 @@ export const SHADOW_OPENAPI: OpenApiExtension = {
     '/v1/shadow-campaigns/{id}/stop': {
       post: {
         summary:
-          'Kill switch of a live campaign: on the orchestrator running it, no replay starts once this answered and those in flight are aborted; asked of another replica, the campaign ends at once and its runner stops within FATHOM_SHADOW_LEASE_RENEW_MS',
+          'Kill switch of a live campaign: on the orchestrator running it, no replay starts once this answered and those in flight are aborted; asked of another replica, the campaign ends at once and the stop, announced on fathom.shadow.control.v1, stops its runner within a second (at its next lease pass should the announcement be lost)',
         security: [{ apiToken: [] }],
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
         responses: {

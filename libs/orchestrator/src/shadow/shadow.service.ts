@@ -271,7 +271,8 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
    * The kill switch of a live campaign: run here, no replay starts after this resolves (those in
    * flight are aborted) and the campaign ends `completed` with its live report. Run by another
    * replica, it ends `completed` with the report last published, and that replica's runner stops
-   * at its next lease pass (within FATHOM_SHADOW_LEASE_RENEW_MS). 'not-live' for a campaign that
+   * on the stop's announcement (fathom.shadow.control.v1), or at its next lease pass should that
+   * be lost. 'not-live' for a campaign that
    * ends by itself, null when there is no such running campaign.
    */
   async stop(id: string): Promise<'stopped' | 'not-live' | null> {

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Command, CommanderError } from 'commander';
-import { registerCommands } from './commands';
+import { registerCommands, shadowRegistrar } from './commands';
 import { CliExit } from './cli-exit';
 import { fathomVersion } from './version';
 import { ExitCode } from './exit-code';
@@ -15,7 +15,7 @@ async function main(argv: string[]): Promise<void> {
     .version(fathomVersion(), '-V, --version', 'print the version of fathom')
     .showHelpAfterError()
     .exitOverride();
-  registerCommands(program);
+  registerCommands(program, await shadowRegistrar(argv.slice(2)));
   await program.parseAsync(argv);
 }
 
@@ -31,7 +31,11 @@ for (const stream of [process.stdout, process.stderr]) {
 main(process.argv).catch((error: unknown) => {
   // A usage error (unknown option, missing argument) could not run: never the code of a failed SLO.
   if (error instanceof CommanderError) {
-    process.exit(error.exitCode === 0 ? 0 : ExitCode.couldNotRun);
+    // Help and usage text was written from a promise callback (main awaits before parsing): a
+    // write to a closed pipe reports EPIPE on the next tick, so exit after it (141, above).
+    const code = error.exitCode === 0 ? 0 : ExitCode.couldNotRun;
+    setImmediate(() => process.exit(code));
+    return;
   }
   process.stderr.write(`fathom: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(error instanceof CliExit ? error.code : ExitCode.couldNotRun);

@@ -1,7 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { compareRuns, formatComparison } from '@fathom/analysis';
 import { CliExit } from '../cli-exit';
 import { collectOut } from './report-outputs';
 import { loadReport } from './report-source';
@@ -44,6 +43,7 @@ Examples:
       });
       const base = await loadReport(baseRef, options);
       const candidate = await loadReport(candidateRef, options);
+      const { compareRuns, formatComparison } = await import('@fathom/analysis');
       const comparison = compareRuns(base, candidate);
       for (const path of outputs) {
         try {

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { DatasetSchema } from '@fathom/contracts';
-import { loadDataset } from '@fathom/load';
+import { DEFAULT_FACTORY_OPTIONS, loadDataset } from '@fathom/load';
 import { CliExit } from '../cli-exit';
-import { registerDataCommand } from './data.command';
+import { DEFAULT_WORDS, registerDataCommand } from './data.command';
 
 const ROOT = join(__dirname, '..', '..', '..', '..');
 const CORPUS = join(ROOT, 'libs', 'load', 'src', '__fixtures__', 'data-factory', 'corpus.txt');
@@ -26,6 +26,13 @@ async function run(...args: string[]): Promise<string> {
 }
 
 describe('fathom data build', () => {
+  it("defaults --min-words and --max-words to the factory's defaults", () => {
+    expect(DEFAULT_WORDS).toEqual({
+      minWords: DEFAULT_FACTORY_OPTIONS.minWords,
+      maxWords: DEFAULT_FACTORY_OPTIONS.maxWords,
+    });
+  });
+
   jest.setTimeout(120_000);
   const dir = mkdtempSync(join(tmpdir(), 'fathom-data-'));
 

@@ -1,12 +1,17 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
-import { DEFAULT_FACTORY_OPTIONS, buildDataset, type FactoryReport } from '@fathom/load';
-import { UseLiteEmbedder } from '@fathom/semantic';
+import type { FactoryReport } from '@fathom/load';
 import { CliExit } from '../cli-exit';
 
 /** Exit codes: 1 the corpus could not be read, an output not written or the options conflict; 2 no item survived. */
 const EXIT_IO = 1;
 const EXIT_EMPTY = 2;
+
+/**
+ * The defaults of `--min-words`/`--max-words`: @fathom/load's DEFAULT_FACTORY_OPTIONS, written out
+ * so that registering the command does not load the factory (data.command.spec.ts holds them equal).
+ */
+export const DEFAULT_WORDS = { minWords: 4, maxWords: 200 } as const;
 
 interface DataBuildOptions {
   out: string;
@@ -34,18 +39,8 @@ export function registerDataCommand(program: Command): void {
     .requiredOption('--out <file>', 'JSON-lines dataset to write')
     .option('--report <file>', 'also write the report as JSON')
     .option('--seed <n>', 'seed of the perturbations', int('--seed', -(2 ** 31), 2 ** 31 - 1), 1)
-    .option(
-      '--min-words <n>',
-      'drop shorter items',
-      int('--min-words', 1, 10000),
-      DEFAULT_FACTORY_OPTIONS.minWords,
-    )
-    .option(
-      '--max-words <n>',
-      'drop longer items',
-      int('--max-words', 1, 100000),
-      DEFAULT_FACTORY_OPTIONS.maxWords,
-    )
+    .option('--min-words <n>', 'drop shorter items', int('--min-words', 1, 10000), DEFAULT_WORDS.minWords)
+    .option('--max-words <n>', 'drop longer items', int('--max-words', 1, 100000), DEFAULT_WORDS.maxWords)
     .option('--no-embeddings', 'no embedding noise and no semantic-consistency gate (no model load)')
     .action(async (corpusFile: string, options: DataBuildOptions) => {
       let corpus: string;
@@ -59,6 +54,10 @@ export function registerDataCommand(program: Command): void {
           EXIT_IO,
           `data build: --min-words ${options.minWords} > --max-words ${options.maxWords}`,
         );
+      const [{ DEFAULT_FACTORY_OPTIONS, buildDataset }, { UseLiteEmbedder }] = await Promise.all([
+        import('@fathom/load'),
+        import('@fathom/semantic'),
+      ]);
       const { records, report } = await buildDataset(corpus, {
         ...DEFAULT_FACTORY_OPTIONS,
         seed: options.seed,

@@ -3,8 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
+import { GPU_TEXT_FORMATS } from '@fathom/gpu';
 import { CliExit } from '../cli-exit';
-import { registerGpuCommand } from './gpu.command';
+import { GPU_FORMAT_CHOICES, registerGpuCommand } from './gpu.command';
 
 const ROOT = join(__dirname, '..', '..', '..', '..');
 const FIXTURES = join(ROOT, 'libs', 'gpu', 'src', '__fixtures__');
@@ -36,6 +37,10 @@ const lines = (stdout: string) =>
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('gpu parse', () => {
+  it('offers --format auto and every format @fathom/gpu parses, in its order', () => {
+    expect(GPU_FORMAT_CHOICES).toEqual(['auto', ...GPU_TEXT_FORMATS]);
+  });
+
   it('prints one JSON object per sample with exactly the six keys', async () => {
     const { stdout } = await run(join(FIXTURES, 'dcgm', 'dcgm-exporter-sample-h100-8gpu-k8s.prom'));
     const objects = lines(stdout);

@@ -1,11 +1,23 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { GPU_TEXT_FORMATS, GpuParseError, parseGpuTextDetailed, type GpuTextFormatOption } from '@fathom/gpu';
+import type { GpuTextFormatOption } from '@fathom/gpu';
 import { CliExit } from '../cli-exit';
 
 /** Exit codes: 1 the file could not be read, 2 it could not be parsed as the format (reason in the message). */
 const EXIT_UNREADABLE = 1;
 const EXIT_UNPARSEABLE = 2;
+
+/**
+ * `--format`'s choices: `auto` and @fathom/gpu's GPU_TEXT_FORMATS, written out so that registering
+ * the command does not load the parsers (gpu.command.spec.ts holds the two lists equal).
+ */
+export const GPU_FORMAT_CHOICES: readonly GpuTextFormatOption[] = [
+  'auto',
+  'dcgm',
+  'prometheus',
+  'nvidia-smi-csv',
+  'nvidia-smi-xml',
+];
 
 /**
  * `fathom gpu parse FILE [--format auto|dcgm|prometheus|nvidia-smi-csv|nvidia-smi-xml]`:
@@ -21,11 +33,10 @@ export function registerGpuCommand(program: Command): void {
       'Normalise a DCGM / Prometheus (vLLM, TGI, Triton) / nvidia-smi CSV or XML capture into JSON lines',
     )
     .argument('<file>', 'captured output; - reads stdin')
-    .addOption(
-      new Option('--format <format>', 'input format').choices(['auto', ...GPU_TEXT_FORMATS]).default('auto'),
-    )
-    .action((file: string, options: { format: GpuTextFormatOption }) => {
+    .addOption(new Option('--format <format>', 'input format').choices(GPU_FORMAT_CHOICES).default('auto'))
+    .action(async (file: string, options: { format: GpuTextFormatOption }) => {
       const text = readInput(file);
+      const { GpuParseError, parseGpuTextDetailed } = await import('@fathom/gpu');
       let parsed;
       try {
         parsed = parseGpuTextDetailed(text, options.format);

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parseChatStream, StreamParseError } from '@fathom/semantic';
 import { CliExit } from '../cli-exit';
 
 /** Exit codes: 1 the file could not be read, 2 the stream could not be parsed (kind in the message). */
@@ -21,7 +20,7 @@ export function registerProbeCommand(program: Command): void {
     .command('parse-sse')
     .description('Assemble a recorded OpenAI-compatible SSE stream (or response JSON) into one JSON object')
     .argument('<file>', 'recorded response body; - reads stdin')
-    .action((file: string) => {
+    .action(async (file: string) => {
       const bytes = readInput(file);
       const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
       const utf8 = isValidUtf8(bytes);
@@ -34,6 +33,7 @@ export function registerProbeCommand(program: Command): void {
         );
       }
       if (!utf8) process.stderr.write('fathom probe parse-sse: non-utf8: invalid bytes replaced by U+FFFD\n');
+      const { parseChatStream, StreamParseError } = await import('@fathom/semantic');
       let parsed;
       try {
         parsed = parseChatStream(text);

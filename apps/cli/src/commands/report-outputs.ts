@@ -1,13 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, extname } from 'node:path';
-import {
-  junitXml,
-  loadReportAssets,
-  recordsCsv,
-  renderReportHtml,
-  windowsCsv,
-  type RunReportDocument,
-} from '@fathom/analysis';
+import type { RunReportDocument } from '@fathom/analysis';
 import { CliExit } from '../cli-exit';
 
 export const OUTPUT_FORMATS = ['html', 'json', 'csv', 'junit'] as const;
@@ -52,6 +45,8 @@ export async function writeOutputs(
   outputs: readonly OutputSpec[],
   doc: RunReportDocument,
 ): Promise<string[]> {
+  const { junitXml, loadReportAssets, recordsCsv, renderReportHtml, windowsCsv } =
+    await import('@fathom/analysis');
   const written: string[] = [];
   const put = async (path: string, text: string) => {
     try {

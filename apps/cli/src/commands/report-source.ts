@@ -1,7 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { request } from 'undici';
-import { renderShadowReportHtml, type RunReportDocument } from '@fathom/analysis';
-import { openDatabase, RunReportRepository, ShadowRepository } from '@fathom/storage';
+import type { RunReportDocument } from '@fathom/analysis';
 import { CliExit } from '../cli-exit';
 
 export interface ReportSourceOptions {
@@ -69,6 +67,7 @@ async function fromApi(runId: string, api: string, token?: string): Promise<RunR
   const headers: Record<string, string> = {};
   const bearer = token ?? process.env.FATHOM_API_TOKEN;
   if (bearer) headers.authorization = `Bearer ${bearer}`;
+  const { request } = await import('undici');
   let res;
   try {
     res = await request(`${base}/v1/runs/${encodeURIComponent(runId)}/report`, { headers });
@@ -95,6 +94,7 @@ async function fromDataDir(runId: string, dataDir: string): Promise<RunReportDoc
     ))
   )
     throw new CliExit(2, `--data-dir ${dataDir}: no such folder`);
+  const { openDatabase, RunReportRepository } = await import('@fathom/storage');
   let db;
   try {
     db = await openDatabase({ kind: 'pglite', dataDir });
@@ -124,6 +124,7 @@ export async function loadShadowReportHtml(id: string, options: ReportSourceOpti
     const headers: Record<string, string> = {};
     const bearer = options.token ?? process.env.FATHOM_API_TOKEN;
     if (bearer) headers.authorization = `Bearer ${bearer}`;
+    const { request } = await import('undici');
     let res;
     try {
       res = await request(`${base}/v1/shadow-campaigns/${encodeURIComponent(id)}/report?format=html`, {
@@ -152,6 +153,10 @@ export async function loadShadowReportHtml(id: string, options: ReportSourceOpti
     ))
   )
     throw new CliExit(2, `--data-dir ${options.dataDir}: no such folder`);
+  const [{ openDatabase, ShadowRepository }, { renderShadowReportHtml }] = await Promise.all([
+    import('@fathom/storage'),
+    import('@fathom/analysis'),
+  ]);
   let db;
   try {
     db = await openDatabase({ kind: 'pglite', dataDir: options.dataDir });

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { request } from 'undici';
-import { RunProgressSchema, type RunProgress } from '@fathom/contracts';
+import type { RunProgress } from '@fathom/contracts';
 import { ProgressReporter, type ProgressOutput } from '../progress/progress.reporter';
 
 export interface ProgressFlags {
@@ -24,6 +23,10 @@ export function watchRunProgress(
 /** Progress from a running orchestrator: `GET /v1/runs/:id/progress`, checked against its schema. */
 export function remoteProgress(base: string, runId: string): () => Promise<RunProgress | null> {
   return async () => {
+    const [{ request }, { RunProgressSchema }] = await Promise.all([
+      import('undici'),
+      import('@fathom/contracts'),
+    ]);
     const res = await request(`${base}/v1/runs/${encodeURIComponent(runId)}/progress`, {
       headersTimeout: 5000,
       bodyTimeout: 5000,

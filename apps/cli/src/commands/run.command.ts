@@ -1,14 +1,9 @@
 import type { Command } from 'commander';
-import { request } from 'undici';
 import type { RunReportDocument } from '@fathom/analysis';
-import { RunReportRepository } from '@fathom/storage';
-import { SecretResolutionError, stashSecrets } from '@fathom/load';
-import { CampaignValidationError, parseCampaign, RunProgressService } from '@fathom/orchestrator';
-import { startEmbedded, waitForRun } from '@fathom/runtime';
+import type { EmbeddedFathom } from '@fathom/runtime';
 import { CliExit } from '../cli-exit';
 import { ExitCode } from '../exit-code';
-import { formatRunSummary, type PrintableRun } from '../format/run-summary.format';
-import { readCampaignFile } from './campaign-file';
+import type { PrintableRun } from '../format/run-summary.format';
 import { OUT_HELP, collectOut, parseOutputs, writeOutputs, type OutputSpec } from './report-outputs';
 import { loadReport } from './report-source';
 import { addRunOverrideOptions, applyRunOverrides, type RunOverrides } from './run-overrides';
@@ -43,12 +38,14 @@ export function registerRunCommand(program: Command): void {
     .option('--out <format=path>', OUT_HELP, collectOut)
     .action(async (file: string, options: RunOptions) => {
       const outputs = parseOutputs(options.out ?? []);
+      const { readCampaignFile } = await import('./campaign-file');
       const input = applyRunOverrides(await readCampaignFile(file), options);
       const report = new ReportWriter(outputs);
       const { run, interrupted } = options.api
         ? { run: await runRemote(input, options, report), interrupted: false }
         : await runEmbedded(input, options, report);
       const name = (input as { name?: string }).name;
+      const { formatRunSummary } = await import('../format/run-summary.format');
       process.stdout.write(`${options.json ? JSON.stringify(run, null, 2) : formatRunSummary(run, name)}\n`);
       for (const path of report.written) process.stderr.write(`wrote ${path}\n`);
       if (report.missing) process.stderr.write(`fathom: ${report.missing}\n`);
@@ -106,6 +103,10 @@ async function runEmbedded(
   options: RunOptions,
   report: ReportWriter,
 ): Promise<{ run: PrintableRun; interrupted: boolean }> {
+  const [
+    { SecretResolutionError, stashSecrets },
+    { CampaignValidationError, parseCampaign, RunProgressService },
+  ] = await Promise.all([import('@fathom/load'), import('@fathom/orchestrator')]);
   // The user's own secrets (values, their variables, their files): moved into this process's
   // environment, so only references reach the embedded services' storage and bus.
   const input = await stashSecrets(file, process.env).catch((error: unknown) => {
@@ -119,7 +120,7 @@ async function runEmbedded(
   }
   let runId: string | null = null;
   let interrupted = false;
-  let fathom: Awaited<ReturnType<typeof startEmbedded>> | null = null;
+  let fathom: EmbeddedFathom | null = null;
   const onInterrupt = () => {
     // Before the run exists there is nothing to abort; a second Ctrl-C quits at once.
     if (interrupted || runId === null || fathom === null) process.exit(ExitCode.interrupted);
@@ -131,6 +132,10 @@ async function runEmbedded(
   };
   process.on('SIGINT', onInterrupt);
   try {
+    const [{ startEmbedded, waitForRun }, { RunReportRepository }] = await Promise.all([
+      import('@fathom/runtime'),
+      import('@fathom/storage'),
+    ]);
     fathom = await startEmbedded({
       dataDir: options.dataDir ?? null,
       logLevels: options.verbose ? ['error', 'warn', 'log'] : ['error'],
@@ -178,6 +183,7 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
   const token = options.token ?? process.env.FATHOM_API_TOKEN;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
+  const [{ request }, { waitForRun }] = await Promise.all([import('undici'), import('@fathom/runtime')]);
   const created = await request(`${base}/v1/campaigns`, {
     method: 'POST',
     headers,

@@ -1,7 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
-import { startSimTarget } from '@fathom/sim';
 import { CliExit } from '../cli-exit';
 
 /** `fathom sim [--config FILE] [--port N] [--host H]`: runs the simulated target until SIGINT/SIGTERM. */
@@ -18,6 +16,7 @@ export function registerSimCommand(program: Command): void {
         throw new CliExit(2, `fathom sim: invalid --port '${options.port}'`);
       let config: unknown = {};
       if (options.config) {
+        const { parse: parseYaml } = await import('yaml');
         try {
           config = parseYaml(readFileSync(options.config, 'utf8')) ?? {};
         } catch (error) {
@@ -27,6 +26,7 @@ export function registerSimCommand(program: Command): void {
           );
         }
       }
+      const { startSimTarget } = await import('@fathom/sim');
       let sim;
       try {
         sim = await startSimTarget({ port, host: options.host, config: config as never });

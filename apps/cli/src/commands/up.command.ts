@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import { databaseConfigFromEnv } from '@fathom/storage';
-import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/runtime';
-import { startSimTarget, type SimTarget } from '@fathom/sim';
+import type { EmbeddedFathom } from '@fathom/runtime';
+import type { SimTarget } from '@fathom/sim';
 import type { CampaignSpecInput } from '@fathom/contracts';
-import { formatRunSummary } from '../format/run-summary.format';
 import { CliExit } from '../cli-exit';
 
 interface UpOptions {
@@ -43,6 +41,11 @@ export function registerUpCommand(program: Command): void {
         await demo(options);
         return;
       }
+      const [{ databaseConfigFromEnv }, { startEmbedded }, { startSimTarget }] = await Promise.all([
+        import('@fathom/storage'),
+        import('@fathom/runtime'),
+        import('@fathom/sim'),
+      ]);
       const fromEnv = databaseConfigFromEnv(process.env);
       if (fromEnv.kind === 'postgres') {
         process.stderr.write(
@@ -118,6 +121,11 @@ async function demo(options: UpOptions): Promise<void> {
     process.stdout.write(
       'Fathom demo: starting the five services (in-memory bus, embedded PostgreSQL) and a simulated LLM server\n',
     );
+    const [{ startEmbedded, waitForRun }, { startSimTarget }, { formatRunSummary }] = await Promise.all([
+      import('@fathom/runtime'),
+      import('@fathom/sim'),
+      import('../format/run-summary.format'),
+    ]);
     const [embedded, target] = await Promise.all([
       startEmbedded({
         dataDir: null,

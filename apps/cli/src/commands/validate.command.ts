@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
 import { CliExit } from '../cli-exit';
-import { readCampaignFile } from './campaign-file';
 
 /**
  * `fathom validate FILE`: checks a campaign file without running it. Exit 0 with a one-line
@@ -14,7 +12,9 @@ export function registerValidateCommand(program: Command): void {
     .description('check a campaign file (every bad field by its path) without running it')
     .argument('<file>', 'campaign file (YAML or JSON)')
     .action(async (file: string) => {
+      const { readCampaignFile } = await import('./campaign-file');
       const input = await readCampaignFile(file);
+      const { CampaignValidationError, parseCampaign } = await import('@fathom/orchestrator');
       try {
         const spec = parseCampaign(input);
         const profile = spec.load.profile?.type ?? 'closed';

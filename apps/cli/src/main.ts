@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Command, CommanderError } from 'commander';
-import { registerCommands, shadowRegistrar } from './commands';
+import { registerCommands } from './commands';
 import { CliExit } from './cli-exit';
 import { fathomVersion } from './version';
 import { ExitCode } from './exit-code';
@@ -15,7 +15,7 @@ async function main(argv: string[]): Promise<void> {
     .version(fathomVersion(), '-V, --version', 'print the version of fathom')
     .showHelpAfterError()
     .exitOverride();
-  registerCommands(program, await shadowRegistrar(argv.slice(2)));
+  registerCommands(program);
   await program.parseAsync(argv);
 }
 

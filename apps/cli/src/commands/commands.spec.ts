@@ -1,9 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Command } from 'commander';
-import { registerCommands, registerShadowStandIn, shadowRegistrar } from '.';
-import { registerShadowCommand } from './shadow.command';
 
 const ROOT = join(__dirname, '..', '..', '..', '..');
 const TS_REGISTER = join(ROOT, 'libs', 'testing', 'src', 'ts-register.js');
@@ -12,22 +9,14 @@ const TS_REGISTER = join(ROOT, 'libs', 'testing', 'src', 'ts-register.js');
 async function modulesLoadedByRegistering(): Promise<string[]> {
   const script = `
     const { Command } = require('commander');
-    const { registerCommands, shadowRegistrar } = require(${JSON.stringify(join(__dirname, 'index.ts'))});
-    shadowRegistrar(['--version']).then((registerShadow) => {
-      registerCommands(new Command('fathom'), registerShadow);
-      process.stdout.write(JSON.stringify(Object.keys(require.cache)));
-    });`;
+    const { registerCommands } = require(${JSON.stringify(join(__dirname, 'index.ts'))});
+    registerCommands(new Command('fathom'));
+    process.stdout.write(JSON.stringify(Object.keys(require.cache)));`;
   const { stdout } = await promisify(execFile)(process.execPath, ['-r', TS_REGISTER, '-e', script], {
     cwd: ROOT,
     timeout: 60_000,
   });
   return JSON.parse(stdout) as string[];
-}
-
-function topLevelHelp(registerShadow: (program: Command) => void): string {
-  const program = new Command('fathom');
-  registerCommands(program, registerShadow);
-  return program.helpInformation();
 }
 
 describe('registering the commands', () => {
@@ -41,18 +30,5 @@ describe('registering the commands', () => {
       [],
     );
     expect(loaded.filter((path) => path.startsWith(join(ROOT, 'libs')) && path !== TS_REGISTER)).toEqual([]);
-  });
-
-  it('lists shadow in `fathom --help` as the real command would', () => {
-    expect(topLevelHelp(registerShadowStandIn)).toBe(topLevelHelp(registerShadowCommand));
-  });
-
-  it.each([
-    [['shadow', 'gateway', '--campaign', 'x'], registerShadowCommand],
-    [['help', 'shadow'], registerShadowCommand],
-    [['--version'], registerShadowStandIn],
-    [['report', 'run-1', '--shadow', '--out', 'html=x.html'], registerShadowStandIn],
-  ])('registers shadow for %j with the command that can run it', async (args, expected) => {
-    expect(await shadowRegistrar(args)).toBe(expected);
   });
 });

@@ -1,11 +1,10 @@
 import { Command } from 'commander';
 import { registerCommands } from '.';
 import { allCommands, commandPath, HELP_EXAMPLES } from './help-examples';
-import { registerShadowCommand } from './shadow.command';
 
 function program(): Command {
   const sut = new Command('fathom').exitOverride();
-  registerCommands(sut, registerShadowCommand);
+  registerCommands(sut);
   return sut;
 }
 

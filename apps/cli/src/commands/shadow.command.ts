@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { startShadowGateway, startShadowGatewayAdmin, type ShadowGatewayAdmin } from '@fathom/orchestrator';
+import type { ShadowGatewayAdmin } from '@fathom/orchestrator';
 import { CliExit } from '../cli-exit';
 
 interface GatewayOptions {
@@ -143,6 +143,7 @@ Examples:
       const api = (given(options.api) ?? DEFAULT_API).replace(/\/+$/, '');
       const token = given(options.token);
       const primary = given(options.primary) ?? (await campaignPrimary(api, campaign, token));
+      const { startShadowGateway, startShadowGatewayAdmin } = await import('@fathom/orchestrator');
       const gateway = await startShadowGateway({
         host,
         port,

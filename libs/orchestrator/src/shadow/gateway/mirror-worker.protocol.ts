@@ -28,6 +28,16 @@ export interface MirrorCopiesCommand {
 }
 
 /**
+ * Main -> worker, before the thread is ended on purpose (kill switch, close): report what settled
+ * now (a `settled` report even if nothing did), so copies made are not counted dropped.
+ */
+export interface MirrorReportCommand {
+  readonly type: 'report';
+}
+
+export type MirrorCommand = MirrorCopiesCommand | MirrorReportCommand;
+
+/**
  * Worker -> main. `ready` once its code is loaded (copies are posted only after it). `settled`
  * sums the copies that ended since the last report (at most one report per turn of the worker's
  * event loop): accepted (202), failed (other status, unreachable, timed out) and skipped (not

@@ -1,6 +1,11 @@
 import type { Worker } from 'node:worker_threads';
 import { defaultRestartBackoffMs, startWorkerThread } from '@fathom/semantic';
-import type { MirrorCopiesCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
+import type {
+  MirrorCopiesCommand,
+  MirrorReport,
+  MirrorReportCommand,
+  MirrorWorkerData,
+} from './mirror-worker.protocol';
 
 export interface MirrorThreadOptions extends MirrorWorkerData {
   /** Share of offered bodies copied, 0..1. */
@@ -11,7 +16,7 @@ export interface MirrorThreadOptions extends MirrorWorkerData {
   readonly restartBackoffMs?: (consecutiveDeaths: number) => number;
 }
 
-/** What became of the copies so far (as of the thread's last report: it may lag by a turn of its loop). */
+/** What became of the copies so far (as of the thread's last report: it may lag by up to 50 ms). */
 export interface MirrorCounts {
   /** Copies accepted by the receiver, dropped at the cap, failed (receiver down, refused, timed out). */
   copied: number;
@@ -31,6 +36,16 @@ export interface MirrorCounts {
 const STABLE_AFTER_MS = 60_000;
 
 /**
+ * Copies are handed to the thread when this many wait (at the end of the forwarding loop's
+ * turn), else at most `FLUSH_AFTER_MS` after the first: at a production rate each request came
+ * alone, and a message per request woke the copy thread per request on the gateway's core.
+ */
+const FLUSH_AT_COPIES = 8;
+const FLUSH_AFTER_MS = 5;
+/** How long ending the thread on purpose waits for its last report. */
+const END_REPORT_MS = 100;
+
+/**
  * The shadow gateway's copy thread (`mirror.worker`), seen from the forwarding loop. `offer` is
  * the only call on that loop's path: the pause and sampling decision, the pending cap, one copy
  * of the body into a buffer; the buffers offered in one turn of that loop go over in one message
@@ -43,7 +58,7 @@ const STABLE_AFTER_MS = 60_000;
  *   offers are dropped (counted), so the forwarding loop never waits for it;
  * - `setMirroring(false)` (the kill switch) ends the thread at once: its pending copies count as
  *   dropped, nothing is copied until `setMirroring(true)` started a new one;
- * - counts come from the thread's reports, so they may lag by a turn of its event loop.
+ * - counts come from the thread's reports, so they may lag by up to 50 ms (REPORT_AFTER_MS).
  */
 export class MirrorThread {
   private worker: Worker | null = null;
@@ -55,8 +70,10 @@ export class MirrorThread {
   private readySince = 0;
   private restartTimer: NodeJS.Timeout | null = null;
   private whenReady: { resolve: () => void; reject: (error: Error) => void } | null = null;
-  /** Offered this turn, posted together by `flush` (scheduled with the first). */
+  /** Offered and not yet handed over, posted together by `flush` (see FLUSH_AT_COPIES). */
   private batch: MirrorCopiesCommand = { type: 'copies', bodies: [], intents: [] };
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushSoon = false;
   private readonly counts = {
     copied: 0,
     copiesDropped: 0,
@@ -92,16 +109,26 @@ export class MirrorThread {
     const bytes = new Uint8Array(body.length);
     bytes.set(body);
     this.pending++;
-    if (this.batch.bodies.length === 0) setImmediate(() => this.flush(worker));
     this.batch.bodies.push(bytes.buffer);
     this.batch.intents.push(intent);
+    if (this.batch.bodies.length >= FLUSH_AT_COPIES) {
+      if (!this.flushSoon) {
+        this.flushSoon = true;
+        setImmediate(() => this.flush(worker));
+      }
+    } else if (this.flushTimer === null) {
+      this.flushTimer = setTimeout(() => this.flush(worker), FLUSH_AFTER_MS);
+    }
   }
 
   /**
-   * Hands this turn's copies to `worker`; one message costs both threads less than one per copy.
+   * Hands the waiting copies to `worker`; one message costs both threads less than one per copy.
    * A batch of a thread that died meanwhile was cleared by `onExit` (counted there).
    */
   private flush(worker: Worker): void {
+    this.flushSoon = false;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     const batch = this.batch;
     if (batch.bodies.length === 0 || worker !== this.worker) return;
     this.batch = { type: 'copies', bodies: [], intents: [] };
@@ -184,6 +211,8 @@ export class MirrorThread {
     const lost = this.pending; // the batch not yet posted included
     this.pending = 0;
     this.batch = { type: 'copies', bodies: [], intents: [] };
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     this.whenReady?.reject(new Error(why));
     this.whenReady = null;
     if (!this.enabled) {
@@ -212,6 +241,21 @@ export class MirrorThread {
   private async end(): Promise<void> {
     const worker = this.worker;
     if (!worker) return;
+    // Its last report first (reports are coalesced: copies made in the last 50 ms would count
+    // dropped), waited for at most END_REPORT_MS: a stuck thread is ended all the same.
+    if (this.readyNow) {
+      await new Promise<void>((resolve) => {
+        let timer: NodeJS.Timeout | null = null;
+        const done = (): void => {
+          if (timer !== null) clearTimeout(timer);
+          worker.off('message', done);
+          resolve();
+        };
+        timer = setTimeout(done, END_REPORT_MS);
+        worker.on('message', done);
+        worker.postMessage({ type: 'report' } satisfies MirrorReportCommand);
+      });
+    }
     // Resolves after 'exit', whose handler (onExit) counted the pending copies as dropped.
     await worker.terminate();
   }

@@ -14,7 +14,7 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Pool } from 'undici';
 import { compileRedactor, redactDeep } from '../redaction.util';
-import type { MirrorCopiesCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
+import type { MirrorCommand, MirrorReport, MirrorWorkerData } from './mirror-worker.protocol';
 
 const port = parentPort;
 if (!port) throw new Error('mirror.worker runs only as a worker thread');
@@ -56,10 +56,23 @@ try {
 
 const tally = { copied: 0, failed: 0, skipped: 0 };
 let pausedUntil = 0;
-let reportQueued = false;
+let reportSoon = false;
+let reportTimer: NodeJS.Timeout | null = null;
 
-function report(): void {
-  reportQueued = false;
+/**
+ * Settled copies are reported at the end of this thread's turn once this many are unreported
+ * (the gateway's pending cap counts them until then), else within `REPORT_AFTER_MS`: at a
+ * production rate a report per copy woke the forwarding loop once more per request.
+ */
+const REPORT_AT_COPIES = 8;
+const REPORT_AFTER_MS = 50;
+
+/** `always`: even with nothing settled (the answer to a `report` command). */
+function report(always = false): void {
+  reportSoon = false;
+  if (reportTimer !== null) clearTimeout(reportTimer);
+  reportTimer = null;
+  if (!always && tally.copied + tally.failed + tally.skipped === 0) return;
   const message: MirrorReport = { type: 'settled', ...tally, pausedUntil };
   tally.copied = tally.failed = tally.skipped = 0;
   port!.postMessage(message);
@@ -68,10 +81,12 @@ function report(): void {
 function settled(outcome: keyof typeof tally, copies = 1): void {
   if (copies === 0) return;
   tally[outcome] += copies;
-  if (!reportQueued) {
-    reportQueued = true;
-    setImmediate(report);
-  }
+  if (tally.copied + tally.failed + tally.skipped >= REPORT_AT_COPIES) {
+    if (!reportSoon) {
+      reportSoon = true;
+      setImmediate(() => report());
+    }
+  } else reportTimer ??= setTimeout(() => report(), REPORT_AFTER_MS);
 }
 
 /** A body to copy and the caller's intent header. */
@@ -197,7 +212,9 @@ function drain(): void {
   setImmediate(drain);
 }
 
-port.on('message', ({ bodies, intents }: MirrorCopiesCommand) => {
+port.on('message', (command: MirrorCommand) => {
+  if (command.type === 'report') return report(true);
+  const { bodies, intents } = command;
   bodies.forEach((body, i) => queue.push({ body, intent: intents[i] }));
   if (!draining) {
     draining = true;

@@ -598,7 +598,10 @@ describe('shadow gateway', () => {
         expect(await on.json()).toEqual({ mirroring: true });
         await askChat(sut.url, false);
         await waitFor(() => copies.length === 2, { timeoutMs: 5000, description: 'a copy after on' });
-        expect(sut.stats()).toMatchObject({ forwarded: 5, copied: 2, mirroring: true });
+        // Counted once the copy thread reports (coalesced, within 50 ms); the one made before
+        // the switch was counted when the thread was ended (its last report), not dropped.
+        await waitFor(() => sut.stats().copied === 2, { timeoutMs: 5000, description: 'both counted' });
+        expect(sut.stats()).toMatchObject({ forwarded: 5, copied: 2, copiesDropped: 0, mirroring: true });
       });
     });
 

@@ -36,7 +36,7 @@ export interface ShadowGatewayStats extends MirrorCounts {
 
 export interface ShadowGateway {
   readonly url: string;
-  /** Copy counts may lag the copy thread by a turn of its event loop. */
+  /** Copy counts may lag the copy thread by up to 50 ms (its reports are coalesced). */
   stats(): ShadowGatewayStats;
   /**
    * The kill switch. false: no copy leaves after this resolves (it resolves once the copy thread

@@ -26,3 +26,4 @@ export * from './settings.util';
 export * from './campaign/secret.schema';
 export * from './json-depth.util';
 export * from './http/run-progress.schema';
+export * from './field-validation';

@@ -11,13 +11,12 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { CampaignRepository } from '@fathom/storage';
-import { parseFields } from './http/field-validation';
+import { parseFields, AlertRuleInputSchema, AlertmanagerPayloadSchema } from '@fathom/contracts';
 import { ApiTokenGuard } from './api-token.guard';
 import { AlertWebhookGuard } from './alert-webhook.guard';
 import { AlertRepository } from '@fathom/storage';
 import { AlertService } from './alert.service';
 import { requireCampaign } from './campaign-reference.util';
-import { AlertRuleInputSchema, AlertmanagerPayloadSchema } from '@fathom/contracts';
 
 @Controller()
 export class AlertController {

@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { fuzzParser } from '@fathom/testing';
-import { AlertmanagerPayloadSchema, labelsMatch } from '@fathom/contracts';
-import { FieldValidationError, parseFields } from './http/field-validation';
+import { AlertmanagerPayloadSchema, labelsMatch, FieldValidationError, parseFields } from '@fathom/contracts';
 
 /** Whatever an Alertmanager (or anyone holding its secret) posts: a payload or a 400, never a throw. */
 describe('Alertmanager payloads against hostile input', () => {

@@ -1,6 +1,5 @@
-import type { CampaignSpec, HttpScenario } from '@fathom/contracts';
+import type { CampaignSpec, FieldIssue, HttpScenario } from '@fathom/contracts';
 import { confinedPath, FileAccessError, plainSecretFields, TargetAllowList } from '@fathom/load';
-import type { FieldIssue } from './http/field-validation';
 
 /**
  * What a campaign from a caller may reach, read once from the environment:

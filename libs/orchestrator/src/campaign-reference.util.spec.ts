@@ -1,4 +1,4 @@
-import { FieldValidationError } from './http/field-validation';
+import { FieldValidationError } from '@fathom/contracts';
 import { requireCampaign } from './campaign-reference.util';
 
 describe(requireCampaign.name, () => {

@@ -1,5 +1,5 @@
 import type { CampaignRepository } from '@fathom/storage';
-import { FieldValidationError } from './http/field-validation';
+import { FieldValidationError } from '@fathom/contracts';
 
 /**
  * Refuses an input (an alert rule, a schedule) whose `campaignId` names no stored campaign: a

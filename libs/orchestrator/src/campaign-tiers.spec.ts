@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { CampaignValidationError, parseCampaign } from './campaign-input';
+import { CampaignValidationError, parseCampaign } from '@fathom/contracts';
 
 const base = {
   name: 'tiers',

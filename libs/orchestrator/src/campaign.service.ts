@@ -15,9 +15,10 @@ import {
   type CampaignSpec,
   type RunShardCommand,
   type RunTrigger,
+  CampaignValidationError,
+  parseCampaign,
 } from '@fathom/contracts';
 import { DATABASE } from '@fathom/storage';
-import { CampaignValidationError, parseCampaign } from './campaign-input';
 import {
   ADMISSION_POLICY,
   API_ACCESS,

@@ -1,7 +1,6 @@
 export * from './orchestrator.module';
 export * from './campaign.service';
-export * from './campaign-input';
-export { FieldValidationError, FieldValidationFilter, parseFields } from './http/field-validation';
+export { FieldValidationFilter } from './http/field-validation';
 export { BodyDepthInterceptor } from './http/body-depth.interceptor';
 export * from './orchestrator.settings';
 export * from './shadow/gateway/shadow-gateway';

@@ -10,7 +10,7 @@ import {
   Res,
   UseGuards,
 } from '@nestjs/common';
-import { FieldValidationError } from './http/field-validation';
+import { FieldValidationError } from '@fathom/contracts';
 
 /** GET /v1/runs page sizes: 100 runs with summaries are ~150 KB. */
 const RUN_PAGE_DEFAULT = 100;

@@ -10,11 +10,10 @@ import {
   UseGuards,
 } from '@nestjs/common';
 import { CampaignRepository } from '@fathom/storage';
-import { parseFields } from './http/field-validation';
+import { parseFields, ScheduleInputSchema } from '@fathom/contracts';
 import { ApiTokenGuard } from './api-token.guard';
 import { requireCampaign } from './campaign-reference.util';
 import { ScheduleRepository } from '@fathom/storage';
-import { ScheduleInputSchema } from '@fathom/contracts';
 
 @Controller('v1/schedules')
 export class ScheduleController {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fuzzParser, textFrom } from '@fathom/testing';
-import { CampaignValidationError, parseCampaign } from '@fathom/orchestrator';
+import { CampaignValidationError, parseCampaign } from '@fathom/contracts';
 import { CliExit } from '../cli-exit';
 import { parseCampaignText } from './campaign-file';
 

@@ -105,8 +105,13 @@ async function runEmbedded(
 ): Promise<{ run: PrintableRun; interrupted: boolean }> {
   const [
     { SecretResolutionError, stashSecrets },
-    { CampaignValidationError, parseCampaign, RunProgressService },
-  ] = await Promise.all([import('@fathom/load'), import('@fathom/orchestrator')]);
+    { RunProgressService },
+    { CampaignValidationError, parseCampaign },
+  ] = await Promise.all([
+    import('@fathom/load'),
+    import('@fathom/orchestrator'),
+    import('@fathom/contracts'),
+  ]);
   // The user's own secrets (values, their variables, their files): moved into this process's
   // environment, so only references reach the embedded services' storage and bus.
   const input = await stashSecrets(file, process.env).catch((error: unknown) => {

@@ -14,7 +14,7 @@ export function registerValidateCommand(program: Command): void {
     .action(async (file: string) => {
       const { readCampaignFile } = await import('./campaign-file');
       const input = await readCampaignFile(file);
-      const { CampaignValidationError, parseCampaign } = await import('@fathom/orchestrator');
+      const { CampaignValidationError, parseCampaign } = await import('@fathom/contracts');
       try {
         const spec = parseCampaign(input);
         const profile = spec.load.profile?.type ?? 'closed';

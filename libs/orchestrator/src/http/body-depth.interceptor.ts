@@ -1,7 +1,6 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
-import { MAX_INPUT_DEPTH, nestsDeeperThan } from '@fathom/contracts';
+import { MAX_INPUT_DEPTH, nestsDeeperThan, FieldValidationError } from '@fathom/contracts';
 import type { Observable } from 'rxjs';
-import { FieldValidationError } from './field-validation';
 
 /** Every JSON body nested deeper than MAX_INPUT_DEPTH gets a 400 before a handler sees it. */
 @Injectable()

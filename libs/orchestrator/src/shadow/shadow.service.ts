@@ -22,6 +22,9 @@ import {
   type ShadowLiveStatus,
   type ShadowRequest,
   type ShadowSample,
+  FieldValidationError,
+  fieldIssues,
+  type FieldIssue,
 } from '@fathom/contracts';
 import { cosineSimilarity } from '@fathom/semantic';
 import { compileRedactor, redactDeep } from './redaction.util';
@@ -30,7 +33,6 @@ import { answerChecks } from './answer-checks.util';
 import { compareShadowSamples } from './shadow-diff.util';
 import { ShadowLiveRunner } from './shadow-live.runner';
 import { CampaignService } from '../campaign.service';
-import { FieldValidationError, fieldIssues, type FieldIssue } from '../http/field-validation';
 import { ShadowRepository, type ShadowLease, type StoredShadowCampaign } from '@fathom/storage';
 import {
   ADMISSION_POLICY,

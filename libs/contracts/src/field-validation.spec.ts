@@ -1,4 +1,4 @@
-import { CampaignValidationError, parseCampaign } from './campaign-input';
+import { CampaignValidationError, parseCampaign } from './field-validation';
 
 const valid = {
   name: 'chat smoke',

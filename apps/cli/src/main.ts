@@ -31,11 +31,7 @@ for (const stream of [process.stdout, process.stderr]) {
 main(process.argv).catch((error: unknown) => {
   // A usage error (unknown option, missing argument) could not run: never the code of a failed SLO.
   if (error instanceof CommanderError) {
-    // Help and usage text was written inside main's promise: a write to a closed pipe reports
-    // EPIPE on the next tick, so exit after it (141, above).
-    const code = error.exitCode === 0 ? 0 : ExitCode.couldNotRun;
-    setImmediate(() => process.exit(code));
-    return;
+    process.exit(error.exitCode === 0 ? 0 : ExitCode.couldNotRun);
   }
   process.stderr.write(`fathom: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(error instanceof CliExit ? error.code : ExitCode.couldNotRun);

@@ -1,16 +1,13 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchHeadlessChromium } from './headless-chromium.test-util';
 import { request } from 'undici';
 import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/runtime';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import type { RunReportDocument } from '@fathom/analysis';
 
-/** Debian's chromium (`.ci/run` installs it); playwright-core drives it, it downloads nothing. */
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(__dirname, '..', '..', '..', 'tmp', 'report-html');
 
 /** Every chart the page draws for a chat run with errors and GPU/server scrapes. */
@@ -35,38 +32,22 @@ describe('GET /v1/runs/:id/report.html in a real browser', () => {
   let sim: SimTarget;
   let fathom: EmbeddedFathom;
   let context: BrowserContext;
-  let profile: string;
+  let browser: Awaited<ReturnType<typeof launchHeadlessChromium>>;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     process.env.FATHOM_SEMANTIC_EMBEDDER = 'off';
     sim = await startSimTarget({ port: 0, config: { timeScale: 0.05 } });
     // The key by reference (issue 14): the load-generator resolves it; the report must not show it.
     process.env.FATHOM_SECRET_REPORT_HTML = 'sk-must-not-appear';
     fathom = await startEmbedded({ dataDir: null, logLevels: ['error'] });
-    profile = await mkdtemp(join(tmpdir(), 'fathom-chromium-'));
-    // A fresh profile each run (playwright passes it as --user-data-dir).
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      viewport: { width: 1400, height: 900 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchHeadlessChromium();
+    context = browser.context;
   });
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await fathom?.close();
     await sim?.close();
-    if (profile) await rm(profile, { recursive: true, force: true });
     delete process.env.FATHOM_SEMANTIC_EMBEDDER;
     delete process.env.FATHOM_SECRET_REPORT_HTML;
   });

@@ -1,15 +1,12 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchHeadlessChromium } from './headless-chromium.test-util';
 import { startEmbedded, type EmbeddedFathom } from '@fathom/runtime';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import type { StoredShadowCampaign } from '@fathom/storage';
 
-/** Debian's chromium (`.ci/run` installs it); playwright-core drives it, it downloads nothing. */
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(__dirname, '..', '..', '..', 'tmp', 'shadow-report-html');
 const WINDOW_MS = 1500;
 
@@ -26,10 +23,9 @@ describe('the live shadow report page in a real browser', () => {
   let candidate: SimTarget;
   let fathom: EmbeddedFathom;
   let context: BrowserContext;
-  let profile: string;
+  let browser: Awaited<ReturnType<typeof launchHeadlessChromium>>;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     const sim = (faults: unknown[] = []) =>
       startSimTarget({ port: 0, config: { timeScale: 0.1, faults } as never });
     [primary, secondary, candidate] = await Promise.all([
@@ -38,28 +34,14 @@ describe('the live shadow report page in a real browser', () => {
       sim([{ kind: 'latency_spike', addMs: 40 }]),
     ]);
     fathom = await startEmbedded({ dataDir: null, logLevels: false });
-    profile = await mkdtemp(join(tmpdir(), 'fathom-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      viewport: { width: 1400, height: 900 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchHeadlessChromium();
+    context = browser.context;
   });
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await fathom?.close();
     await Promise.all([primary, secondary, candidate].map((s) => s?.close()));
-    if (profile) await rm(profile, { recursive: true, force: true });
   });
 
   it('draws the windows against the noise floor and states the tier the JSON report holds', async () => {

@@ -189,17 +189,7 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
     if (this.live.has(id) || this.running.has(id)) return;
     try {
       if (config.source.type !== 'live') {
-        const samples = (await this.shadows.samples(id)).map((s) => s.sample);
-        await this.shadows.finish(
-          id,
-          'failed',
-          {
-            samples: samples.length,
-            similarity: config.embeddings ? 'compared' : 'not configured',
-            groups: compareShadowSamples(samples),
-          },
-          INTERRUPTED_REASON,
-        );
+        await this.shadows.finish(id, 'failed', await this.comparisonReport(id, config), INTERRUPTED_REASON);
         this.logger.warn(`shadow ${id}: ${INTERRUPTED_REASON}`);
         return;
       }
@@ -415,6 +405,19 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
     }
   }
 
+  /** The report of a campaign that is not live, from its stored samples: the comparison overall. */
+  private async comparisonReport(
+    id: string,
+    config: ShadowCampaignInput,
+  ): Promise<NonNullable<StoredShadowCampaign['report']>> {
+    const samples = (await this.shadows.samples(id)).map((s) => s.sample);
+    return {
+      samples: samples.length,
+      similarity: config.embeddings ? 'compared' : 'not configured',
+      groups: compareShadowSamples(samples),
+    };
+  }
+
   /** `all`: every stored sample, for the overall groups at the end; null while it runs (windows only). */
   private liveReport(
     status: ShadowLiveStatus,
@@ -446,17 +449,7 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
         const lines = config.source.type === 'inline' ? config.source.requests : (jsonlLines ?? []);
         await pool(lines, config.concurrency, replay);
       }
-      const samples = (await this.shadows.samples(id)).map((s) => s.sample);
-      await this.shadows.finish(
-        id,
-        'completed',
-        {
-          samples: samples.length,
-          similarity: config.embeddings ? 'compared' : 'not configured',
-          groups: compareShadowSamples(samples),
-        },
-        null,
-      );
+      await this.shadows.finish(id, 'completed', await this.comparisonReport(id, config), null);
     } catch (error) {
       this.logger.error(`shadow campaign ${id} failed: ${(error as Error).message}`);
       await this.shadows.finish(id, 'failed', null, (error as Error).message);

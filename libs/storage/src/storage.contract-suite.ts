@@ -957,6 +957,49 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         expect((await shadows.samples(other.id)).map((s) => s.sample.intent)).toEqual(['x']);
       });
 
+      it('reads back the samples stored after a seq: the newest or a random few, and how many', async () => {
+        const shadows = new ShadowRepository(db);
+        const campaign = await shadows.create(config(), held);
+        const other = await shadows.create(config(), held);
+        const seqs: number[] = [];
+        for (const intent of ['a', 'b', 'c', 'd', 'e'])
+          seqs.push(await shadows.addSample(campaign.id, {}, sample(intent)));
+        await shadows.addSample(other.id, {}, sample('x'));
+        expect(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1])).toBe(true);
+
+        expect(await shadows.samplesAfter(campaign.id, seqs[1], 2, 'newest')).toEqual({
+          total: 3,
+          samples: [
+            { seq: seqs[3], sample: sample('d') },
+            { seq: seqs[4], sample: sample('e') },
+          ],
+        });
+        const few = await shadows.samplesAfter(campaign.id, seqs[0], 3, 'random');
+        expect(few.total).toBe(4);
+        expect(few.samples).toHaveLength(3);
+        expect(few.samples.map((s) => s.seq)).toEqual(
+          [...new Set(few.samples.map((s) => s.seq))].sort((a, b) => a - b),
+        );
+        for (const { seq, sample: stored } of few.samples) {
+          expect(seqs.slice(1)).toContain(seq);
+          expect(stored).toEqual(sample('abcde'[seqs.indexOf(seq)]));
+        }
+        expect((await shadows.samplesAfter(campaign.id, 0, 10, 'random')).samples.map((s) => s.seq)).toEqual(
+          seqs,
+        );
+        expect(await shadows.samplesAfter(campaign.id, seqs[4], 10, 'newest')).toEqual({
+          total: 0,
+          samples: [],
+        });
+
+        // What pruning deleted is not found.
+        await shadows.pruneSamples(campaign.id, 1);
+        expect(await shadows.samplesAfter(campaign.id, 0, 10, 'newest')).toEqual({
+          total: 1,
+          samples: [{ seq: seqs[4], sample: sample('e') }],
+        });
+      });
+
       it('refuses a sample of an unknown campaign', async () => {
         await expect(new ShadowRepository(db).addSample(uid('no-shadow'), {}, sample('a'))).rejects.toThrow();
       });

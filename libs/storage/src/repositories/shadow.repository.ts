@@ -20,6 +20,12 @@ export interface StoredShadowCampaign {
   endedAt: number | null;
 }
 
+/** A stored sample and its seq (shadow_samples.seq: increasing in the order stored, with gaps). */
+export interface StoredShadowSample {
+  readonly seq: number;
+  readonly sample: ShadowSample;
+}
+
 /**
  * An orchestrator's hold on the running campaigns it runs (migration 10): `owner` names the
  * orchestrator (one id per process), `ttlMs` how long from now (the database's clock) the hold
@@ -100,10 +106,11 @@ export class ShadowRepository {
     return row ? toCampaign(row) : null;
   }
 
-  async addSample(campaignId: string, redactedRequest: unknown, sample: ShadowSample): Promise<void> {
-    await this.db.query(
+  /** Resolves with the sample's seq: its place in the order samples were stored (increasing, with gaps). */
+  async addSample(campaignId: string, redactedRequest: unknown, sample: ShadowSample): Promise<number> {
+    const [row] = await this.db.query(
       `INSERT INTO shadow_samples (id, shadow_campaign_id, endpoint, intent, request, observations)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)`,
+       VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb) RETURNING seq`,
       [
         randomUUID(),
         campaignId,
@@ -113,6 +120,30 @@ export class ShadowRepository {
         JSON.stringify(sample),
       ],
     );
+    return Number(row.seq);
+  }
+
+  /**
+   * A campaign's stored samples with a seq above `afterSeq`, oldest first: `limit` of them at
+   * most, the newest (`pick` 'newest') or a uniform random choice ('random', a reservoir's
+   * worth); `total`: how many there are. Only what pruning left is found.
+   */
+  async samplesAfter(
+    campaignId: string,
+    afterSeq: number,
+    limit: number,
+    pick: 'newest' | 'random',
+  ): Promise<{ total: number; samples: StoredShadowSample[] }> {
+    const rows = await this.db.query(
+      `SELECT seq, observations, count(*) OVER () AS total FROM shadow_samples
+        WHERE shadow_campaign_id = $1 AND seq > $2
+        ORDER BY ${pick === 'random' ? 'random()' : 'seq DESC'} LIMIT $3`,
+      [campaignId, afterSeq, limit],
+    );
+    const samples = rows
+      .map((r) => ({ seq: Number(r.seq), sample: r.observations as ShadowSample }))
+      .sort((a, b) => a.seq - b.seq);
+    return { total: rows.length > 0 ? Number(rows[0].total) : 0, samples };
   }
 
   async samples(campaignId: string): Promise<Array<{ request: unknown; sample: ShadowSample }>> {

@@ -1,7 +1,13 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createBus, type Bus } from '@fathom/bus';
-import { shadowRunId, ShadowCampaignInputSchema, Topics, type ShadowLiveStatus } from '@fathom/contracts';
+import {
+  shadowRunId,
+  ShadowCampaignInputSchema,
+  Topics,
+  type ShadowLiveStatus,
+  type ShadowSample,
+} from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { createFathomApp, type FathomApp } from '@fathom/runtime';
 import {
@@ -270,6 +276,85 @@ describe('shadow campaigns across orchestrator restarts and replicas', () => {
     expect(await stored(liveLeft.id)).toMatchObject({ status: 'running' });
 
     expect((await stop(survivor, liveLeft.id)).status).toBe(200);
+    await close(survivor);
+  }, 60_000);
+
+  it("goes on with a crashed replica's window in progress and failing candidate, from the stored samples", async () => {
+    const dead = { owner: 'crashed-replica', ttlMs: LEASE_MS };
+    const left = await shadows.create(
+      ShadowCampaignInputSchema.parse({ ...liveInput(), name: 'left mid-window' }),
+      dead,
+    );
+    const answered = { ok: true, e2eMs: 50, ttftMs: 5, hallucinationRisk: 0 };
+    const sample = (candidateOk: boolean): ShadowSample => ({
+      endpoint: '/v1/chat/completions',
+      intent: 'unlabelled',
+      primary: answered,
+      secondary: answered,
+      candidate: candidateOk ? answered : { ok: false, e2eMs: 5, ttftMs: null, hallucinationRisk: null },
+      similarityPrimarySecondary: null,
+      similarityPrimaryCandidate: null,
+    });
+    const request = { messages: [{ role: 'user', content: 'hi' }] };
+    const seqs: number[] = [];
+    for (const ok of [true, true, false, false])
+      seqs.push(await shadows.addSample(left.id, request, sample(ok)));
+    // What it published: one window of those 4, the candidate failing twice in a row.
+    const ended = Date.now();
+    const lastPublished: ShadowLiveStatus = {
+      offered: 4,
+      replayed: 4,
+      shed: { sampled: 0, rate: 0, concurrency: 0, breaker: 0, analyzerBreaker: 0 },
+      candidateBreaker: 'closed',
+      analyzerBreaker: { state: 'closed', changes: [] },
+      tier: 'ok',
+      linkedRuns: [],
+      windows: [{ startedAt: ended - WINDOW_MS, endedAt: ended, samples: 4, groups: [], regressed: false }],
+      hours: [],
+      checkpoint: {
+        windowsSeq: seqs[3],
+        hourSeq: 0,
+        lastSeq: seqs[3],
+        candidateFailures: 2,
+        candidateOpenUntil: 0,
+      },
+    };
+    await shadows.updateReport(
+      left.id,
+      { samples: 4, similarity: 'not configured', groups: [], live: lastPublished },
+      dead.owner,
+    );
+    // Stored and never published before the crash: three more failures, five in a row.
+    for (let i = 0; i < 3; i++) await shadows.addSample(left.id, request, sample(false));
+    const replays = candidate.authorizations.length;
+
+    const survivor = await orchestrator();
+    const resumed = await until(
+      async () => {
+        const status = await live(left.id);
+        return status && status.windows.length > 1 ? status : null;
+      },
+      10_000,
+      'a window closed after the take-over',
+    );
+    // The window in progress went on with its three samples, from where the last one ended.
+    expect(resumed.windows[1]).toMatchObject({ startedAt: ended, samples: 3 });
+    expect(resumed.candidateBreaker).toBe('open');
+
+    // Its breaker open, copies are shed: the failing candidate is not called again.
+    expect(await mirror(survivor, left.id, 2)).toEqual([202, 202]);
+    const shed = await until(
+      async () => {
+        const status = await live(left.id);
+        return status && status.offered >= 6 ? status : null;
+      },
+      10_000,
+      'copies offered',
+    );
+    expect(shed).toMatchObject({ replayed: 4, shed: expect.objectContaining({ breaker: 2 }) });
+    expect(candidate.authorizations.length).toBe(replays);
+
+    expect((await stop(survivor, left.id)).status).toBe(200);
     await close(survivor);
   }, 60_000);
 

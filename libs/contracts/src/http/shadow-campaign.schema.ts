@@ -277,4 +277,31 @@ export interface ShadowLiveStatus {
   readonly windows: ShadowWindowReport[];
   /** The last 24 hours, one entry an hour, over a bounded sample of the hour's requests. */
   readonly hours: ShadowWindowReport[];
+  /**
+   * What a runner taking the campaign over (an orchestrator restarted, or another replica)
+   * needs beyond the figures above; absent on reports stored before it existed, which resume
+   * without it. Positions are `shadow_samples.seq` values: the database numbers samples as it
+   * stores them, so no replica's clock is involved.
+   */
+  readonly checkpoint?: ShadowLiveCheckpoint;
+}
+
+export interface ShadowLiveCheckpoint {
+  /** Highest sample seq counted in `windows` (closed windows): the samples after it are the window in progress. */
+  readonly windowsSeq: number;
+  /** `windowsSeq` when the hour in progress began: the samples after it are the hour's. */
+  readonly hourSeq: number;
+  /**
+   * Highest sample seq counted so far (the window in progress, the candidate breaker below):
+   * the candidate outcomes after it are the ones its breaker has not seen.
+   */
+  readonly lastSeq: number;
+  /** The candidate breaker's consecutive failures so far (it opens at 5). */
+  readonly candidateFailures: number;
+  /**
+   * Epoch ms, the wall clock of the orchestrator that opened it, until which the candidate's
+   * breaker sheds (then half-open); 0 while closed. Replicas' clocks are assumed NTP-close: a
+   * skew of s ms moves a 10 s cool-down by s.
+   */
+  readonly candidateOpenUntil: number;
 }

@@ -49,6 +49,15 @@ class FakeBus implements Bus {
 }
 
 const ID = 'shadow-1';
+
+function shuffled<T>(items: readonly T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy;
+}
 const WINDOW_MS = 1000;
 
 describe(ShadowLiveRunner.name, () => {
@@ -98,8 +107,13 @@ describe(ShadowLiveRunner.name, () => {
   let statuses: ShadowLiveStatus[];
   /** The candidate's e2e latency in the samples replayed (100 ms: as primary and secondary). */
   let candidateE2eMs: number;
-  /** The samples storage holds, oldest first (as the service's repository would). */
-  let storage: ShadowRequest[];
+  /** Whether the candidate answers the replays. */
+  let candidateOk: boolean;
+  /** The samples storage holds, oldest first, with their seq (as the service's repository would). */
+  let storage: Array<{ seq: number; request: ShadowRequest; sample: ShadowSample }>;
+  let storedSeq: number;
+  /** The deps of the runner started last; a crash mutes them. */
+  let alive: { value: boolean };
 
   /** A started runner; `source` overrides the live source (caps far above what a test offers). */
   async function start(
@@ -116,17 +130,31 @@ describe(ShadowLiveRunner.name, () => {
       source: { type: 'live', maxRatePerSec: 10_000, windowMs: WINDOW_MS, ...source },
       concurrency: 256,
     });
+    const live = { value: true };
+    alive = live;
     const deps: LiveRunnerDeps = {
       bus,
       replay: async (request) => {
         replayed.push(request);
-        storage.push(request);
-        const sample = sampleOf(request);
-        return { ...sample, candidate: { ...sample.candidate, e2eMs: candidateE2eMs } };
+        const base = sampleOf(request);
+        const sample = { ...base, candidate: { ...base.candidate, ok: candidateOk, e2eMs: candidateE2eMs } };
+        // Other campaigns' samples take seqs too.
+        storedSeq += 3;
+        storage.push({ seq: storedSeq, request, sample });
+        return { seq: storedSeq, sample };
       },
       publish: async (status, samples) => {
+        if (!live.value) return;
         published.push(samples);
         statuses.push(status);
+      },
+      storedAfter: async (afterSeq, limit, pick) => {
+        const after = storage.filter((s) => s.seq > afterSeq);
+        const chosen = pick === 'newest' ? after.slice(-limit) : shuffled(after).slice(0, limit);
+        return {
+          total: after.length,
+          samples: chosen.sort((a, b) => a.seq - b.seq).map(({ seq, sample }) => ({ seq, sample })),
+        };
       },
       prune: async (keep) => {
         pruned.push(keep);
@@ -147,7 +175,9 @@ describe(ShadowLiveRunner.name, () => {
     published = [];
     statuses = [];
     storage = [];
+    storedSeq = 0;
     candidateE2eMs = 100;
+    candidateOk = true;
     await start();
   });
 
@@ -260,7 +290,7 @@ describe(ShadowLiveRunner.name, () => {
     expect(pruned).toEqual(Array.from({ length: 18 }, () => 20));
     // Between two prunes storage holds at most one more than keepSamples.
     expect(most).toBe(21);
-    expect(storage.at(-1)).toBe(replayed.at(-1));
+    expect(storage.at(-1)?.request).toBe(replayed.at(-1));
     await nextWindow();
     expect(published.at(-1)).toBe(storage.length);
     expect(storage).toHaveLength(21);
@@ -320,6 +350,152 @@ describe(ShadowLiveRunner.name, () => {
       offer(6);
       await nextWindow();
       expect(statuses.at(-1)?.tier).toBe('regressed');
+    });
+
+    /** An orchestrator dying: nothing of its runner is written after its last publish. */
+    async function crash(): Promise<{ status: ShadowLiveStatus; samples: number }> {
+      alive.value = false;
+      await sut.stop();
+      return { status: statuses.at(-1)!, samples: published.at(-1)! };
+    }
+
+    it('rebuilds the window in progress from the samples stored after the last published one', async () => {
+      offer(6);
+      await nextWindow();
+      offer(4);
+      await jest.advanceTimersByTimeAsync(300);
+      const earlier = await crash();
+      expect(earlier.status.windows.map((w) => w.samples)).toEqual([6]);
+
+      await start({}, { ...earlier, createdAt: Date.now() });
+      offer(2);
+      await nextWindow();
+
+      const window = statuses.at(-1)!.windows.at(-1)!;
+      expect(window.samples).toBe(6);
+      // From where the last published window ended: its samples were replayed since.
+      expect(window.startedAt).toBe(earlier.status.windows[0].endedAt);
+    });
+
+    it("rebuilds the hour's pool from the samples stored since the hour began", async () => {
+      await sut.stop();
+      const createdAt = Date.now();
+      await start({ windowMs: 600_000 });
+      offer(6);
+      await jest.advanceTimersByTimeAsync(600_000);
+      offer(4);
+      await jest.advanceTimersByTimeAsync(0);
+      const earlier = await crash();
+      expect(earlier.status.hours).toEqual([]);
+
+      await start({ windowMs: 600_000 }, { ...earlier, createdAt });
+      offer(2);
+      await jest.advanceTimersByTimeAsync(3_600_000 - (Date.now() - createdAt));
+
+      expect(statuses.at(-1)!.hours.map((h) => [h.startedAt, h.samples])).toEqual([[createdAt, 12]]);
+    });
+
+    it('keeps the candidate breaker it published open, then probes once the cool-down ends', async () => {
+      candidateOk = false;
+      offer(5);
+      await nextWindow();
+      const earlier = await crash();
+      expect(earlier.status.candidateBreaker).toBe('open');
+      candidateOk = true;
+
+      await start({}, { ...earlier, createdAt: Date.now() });
+      offer(3);
+      expect(replayed).toHaveLength(5);
+      expect(sut.snapshot().shed.breaker).toBe(3);
+      // Open for 10 s from the fifth failure, one second before the crash.
+      await jest.advanceTimersByTimeAsync(9000);
+      offer(1);
+      expect(replayed).toHaveLength(6);
+    });
+
+    it('counts the candidate failures stored after the last published status towards its breaker', async () => {
+      candidateOk = false;
+      offer(3);
+      await nextWindow();
+      // The fourth and fifth failures are stored, never published.
+      offer(2);
+      await jest.advanceTimersByTimeAsync(0);
+      const earlier = await crash();
+      expect(earlier.status.candidateBreaker).toBe('closed');
+      candidateOk = true;
+
+      await start({}, { ...earlier, createdAt: Date.now() });
+      offer(3);
+      expect(sut.snapshot().candidateBreaker).toBe('open');
+      expect(replayed).toHaveLength(5);
+    });
+
+    it('publishes its counts every 5 s between windows while they change, so a crash loses at most that', async () => {
+      await sut.stop();
+      await start({ windowMs: 60_000 });
+      offer(7);
+      await jest.advanceTimersByTimeAsync(5000);
+      const publishes = statuses.length;
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(statuses).toHaveLength(publishes);
+      const earlier = await crash();
+      expect(earlier.status).toMatchObject({ offered: 7, replayed: 7, windows: [] });
+
+      await start({ windowMs: 60_000 }, { ...earlier, createdAt: Date.now() });
+      offer(1);
+      await jest.advanceTimersByTimeAsync(5000);
+      expect(statuses.at(-1)).toMatchObject({ offered: 8, replayed: 8, windows: [] });
+      expect(published.at(-1)).toBe(8);
+    });
+
+    it('counts no sample twice after a report stored before checkpoints and a second crash', async () => {
+      offer(6);
+      await nextWindow();
+      const first = await crash();
+      const withoutCheckpoint = { ...first, status: { ...first.status, checkpoint: undefined } };
+
+      await start({ windowMs: 60_000 }, { ...withoutCheckpoint, createdAt: Date.now() });
+      offer(2);
+      await jest.advanceTimersByTimeAsync(5000);
+      const second = await crash();
+      await start({ windowMs: 60_000 }, { ...second, createdAt: Date.now() });
+      offer(1);
+      await jest.advanceTimersByTimeAsync(60_000);
+
+      expect(statuses.at(-1)!.windows.map((w) => w.samples)).toEqual([6, 3]);
+    });
+
+    it('publishes nothing when it could not read the stored samples back, for the next take-over', async () => {
+      offer(6);
+      await nextWindow();
+      const earlier = await crash();
+      const publishes = statuses.length;
+      const config = ShadowCampaignInputSchema.parse({
+        name: 'live',
+        primary: { baseUrl: 'http://primary:8000/v1' },
+        secondary: { baseUrl: 'http://secondary:8000/v1' },
+        candidate: { baseUrl: 'http://candidate:8000/v1' },
+        model: 'm',
+        source: { type: 'live', windowMs: WINDOW_MS },
+      });
+      const runner = new ShadowLiveRunner(
+        ID,
+        config as never,
+        {
+          bus,
+          replay: async () => null,
+          publish: async (status) => void statuses.push(status),
+          storedAfter: () => Promise.reject(new Error('store unreachable')),
+          prune: async () => 0,
+          startLinked: async () => null,
+          log: () => {},
+        },
+        { ...earlier, createdAt: Date.now() },
+      );
+
+      await expect(runner.start()).rejects.toThrow('store unreachable');
+      await runner.stop();
+      expect(statuses).toHaveLength(publishes);
     });
 
     it('starts from nothing without a report, as a new campaign', async () => {

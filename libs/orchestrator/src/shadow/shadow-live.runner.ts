@@ -9,6 +9,7 @@ import {
   type BreakerChange,
   type DetectorSignal,
   type ShadowCampaignInput,
+  type ShadowLiveCheckpoint,
   type ShadowLiveStatus,
   type ShadowRequest,
   type ShadowSample,
@@ -18,13 +19,28 @@ import { MIN_SAMPLES_PER_GROUP, compareShadowSamples } from './shadow-diff.util'
 
 type LiveSource = Extract<ShadowCampaignInput['source'], { type: 'live' }>;
 
+/** A stored sample and its seq (shadow_samples.seq: increasing in the order stored, with gaps). */
+export interface SeqSample {
+  readonly seq: number;
+  readonly sample: ShadowSample;
+}
+
 /** What the runner needs from the service: replay one (already sampled) request, store its sample. */
 export interface LiveRunnerDeps {
   readonly bus: Bus;
-  /** Redacts, replays against the three targets, stores; resolves with the sample (null: not stored). */
-  replay(request: ShadowRequest, signal: AbortSignal): Promise<ShadowSample | null>;
+  /** Redacts, replays against the three targets, stores; resolves with the stored sample (null: not stored). */
+  replay(request: ShadowRequest, signal: AbortSignal): Promise<SeqSample | null>;
   /** Stores the live status as the campaign's report. */
   publish(status: ShadowLiveStatus, samples: number): Promise<void>;
+  /**
+   * The campaign's stored samples with a seq above `afterSeq`, oldest first: at most `limit`,
+   * the newest or a uniform random choice; `total`: how many there are.
+   */
+  storedAfter(
+    afterSeq: number,
+    limit: number,
+    pick: 'newest' | 'random',
+  ): Promise<{ total: number; samples: SeqSample[] }>;
   /** Deletes all but the newest `keep` stored samples; resolves with how many went. */
   prune(keep: number): Promise<number>;
   /** Starts the linked campaign (`onRegression.campaignId`): the run started or the open run it joined; null without one. */
@@ -41,6 +57,16 @@ const HOUR_RESERVOIR = 5000;
 /** Consecutive candidate failures that open its breaker, and how long it stays open (ms). */
 const BREAKER_FAILURES = 5;
 const BREAKER_COOLDOWN_MS = 10_000;
+/**
+ * The status is published at least this often (ms) while anything changes, not only when a
+ * window closes (60 s by default): a crash loses at most this long of counts.
+ */
+const CHECKPOINT_MS = 5000;
+/**
+ * Samples of the window in progress read back on resume, the newest: a window holds far fewer
+ * at the default rate and window (600), and each group's medians need only a few.
+ */
+const RESUMED_WINDOW_MAX = 10_000;
 /**
  * Stored samples are pruned back to `keepSamples` once a tenth more were added, at most this
  * many: at most keepSamples + min(100, keepSamples / 10) samples, and the replays in flight,
@@ -100,7 +126,22 @@ export class ShadowLiveRunner {
   private hourStartedAt = Date.now();
   private sinceprune = 0;
   private consecutiveFailures = 0;
+  /** Epoch ms (wall clock: it is published and may be read by another replica); 0: closed. */
   private breakerOpenUntil = 0;
+  /** Highest seq of the samples counted so far, at the last window's close, at the hour's start. */
+  private lastSeq = 0;
+  private windowsSeq = 0;
+  private hourSeq = 0;
+  /**
+   * When resumed and until `start` has read the window in progress (begun when the report's
+   * last window ended) back: the report's checkpoint (null: a report stored before them).
+   */
+  private resumedFrom: { checkpoint: ShadowLiveCheckpoint | null; windowStartedAt: number } | null = null;
+  private checkpointTimer: NodeJS.Timeout | null = null;
+  /** Something changed since the last status published. */
+  private changed = false;
+  /** Publishes in the order their snapshots were taken: a late write never undoes a newer one. */
+  private publishing: Promise<void> = Promise.resolve();
   private regressedInARow = 0;
   private stopped = false;
   /** Ids of the latest analyzer breaker changes heard (a redelivered one is skipped). */
@@ -131,13 +172,23 @@ export class ShadowLiveRunner {
 
   /**
    * `resumed`: the report an earlier runner of this campaign last published (an orchestrator
-   * restarted, or another one taking the campaign over): its counters, tier, analyzer breaker,
-   * linked runs, windows and hours go on from there, and so does the run of regressed windows
-   * (counted back from the stored windows). Not restored, so not exact: what happened after that
-   * report (at most one window: the partial window's samples and counts), the hour in progress
-   * (its aggregate covers the samples from the resume on; the hour still ends on the hour
-   * boundary of the stored ones), the candidate breaker's failure streak and the token bucket
-   * (both start afresh: closed, full).
+   * restarted, or another one taking the campaign over; published at each window's close and
+   * every CHECKPOINT_MS while anything changes). Restored:
+   * - from the report: counters (offered, replayed, shed, samples stored), tier, analyzer
+   *   breaker, linked runs, windows and hours, the run of regressed windows (counted back from
+   *   the windows), and the candidate breaker's failure streak and open-until (`checkpoint`;
+   *   open-until is wall-clock time, so it holds on another replica);
+   * - from the stored samples, by seq after the report's `checkpoint` (read in `start`): the
+   *   window in progress (its newest RESUMED_WINDOW_MAX samples; it then starts where the last
+   *   window ended), the hour's pool (a uniform HOUR_RESERVOIR of the hour's samples, all of
+   *   them counted), and the candidate outcomes the report's breaker had not seen, which go on
+   *   with its streak (5 failures open it again, for 10 s from the resume).
+   * Lost: counts of the last CHECKPOINT_MS at most; samples pruned before the resume (past
+   *   `keepSamples`: the window and hour cover what storage still held); a sample stored out of
+   *   seq order (concurrent inserts) as a window closed may miss the rebuilt window; the token
+   *   bucket (full) and the window's analyzer probes (afresh). A report without `checkpoint`
+   *   (stored before it existed) restores the first list only, the candidate breaker closed,
+   *   every sample stored before the resume counted as in its windows.
    */
   constructor(
     private readonly id: string,
@@ -170,6 +221,37 @@ export class ShadowLiveRunner {
       this.regressedInARow++;
     }
     this.hourStartedAt = status.hours.at(-1)?.endedAt ?? createdAt;
+    const checkpoint = status.checkpoint ?? null;
+    this.resumedFrom = { checkpoint, windowStartedAt: status.windows.at(-1)?.endedAt ?? createdAt };
+    if (!checkpoint) return;
+    this.consecutiveFailures = checkpoint.candidateFailures;
+    this.breakerOpenUntil = checkpoint.candidateOpenUntil;
+    this.lastSeq = checkpoint.lastSeq;
+    this.windowsSeq = checkpoint.windowsSeq;
+    this.hourSeq = checkpoint.hourSeq;
+  }
+
+  /** The window in progress, the hour's pool and the candidate's unseen outcomes, from the samples stored after `from`. */
+  private async readBack(from: ShadowLiveCheckpoint | null, windowStartedAt: number): Promise<void> {
+    if (!from) {
+      // Where the report's windows end is not known: every sample stored so far counts as in
+      // them (as it did before checkpoints), so a crash before the next window counts none twice.
+      const newest = await this.deps.storedAfter(0, 1, 'newest');
+      this.lastSeq = this.windowsSeq = this.hourSeq = newest.samples[0]?.seq ?? 0;
+      return;
+    }
+    const hour = await this.deps.storedAfter(from.hourSeq, HOUR_RESERVOIR, 'random');
+    this.hour = hour.samples.map((s) => s.sample);
+    this.hourSeen = hour.total;
+    const window = await this.deps.storedAfter(from.windowsSeq, RESUMED_WINDOW_MAX, 'newest');
+    this.window = window.samples.map((s) => s.sample);
+    // Min: the report's time is another replica's clock.
+    if (this.window.length > 0) this.windowStartedAt = Math.min(windowStartedAt, this.windowStartedAt);
+    for (const { seq, sample } of window.samples) {
+      if (seq <= from.lastSeq) continue;
+      this.countCandidate(sample.candidate.ok);
+      this.lastSeq = seq;
+    }
   }
 
   get comparesSimilarity(): boolean {
@@ -177,6 +259,11 @@ export class ShadowLiveRunner {
   }
 
   async start(): Promise<void> {
+    // Before any replay: what is read back was stored by the runner before this one.
+    if (this.resumedFrom) {
+      await this.readBack(this.resumedFrom.checkpoint, this.resumedFrom.windowStartedAt);
+      this.resumedFrom = null;
+    }
     // One group per campaign: every campaign sees every offered request once, whatever the
     // number of orchestrators sharing the topic's partitions.
     this.subscription = await this.deps.bus.subscribe(
@@ -192,6 +279,15 @@ export class ShadowLiveRunner {
     );
     this.windowTimer = setInterval(() => void this.closeWindow(), this.config.source.windowMs);
     this.windowTimer.unref();
+    if (this.config.source.windowMs > CHECKPOINT_MS) {
+      this.checkpointTimer = setInterval(() => {
+        if (!this.changed) return;
+        this.publish().catch((error: Error) =>
+          this.deps.log(`shadow ${this.id}: status not published: ${error.message}`),
+        );
+      }, CHECKPOINT_MS);
+      this.checkpointTimer.unref();
+    }
   }
 
   /** The kill switch: no replay starts after this returns, and those in flight are aborted. */
@@ -200,9 +296,13 @@ export class ShadowLiveRunner {
     this.stopped = true;
     this.abort.abort(new Error('shadow campaign stopped'));
     if (this.windowTimer) clearInterval(this.windowTimer);
+    if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     await this.subscription?.close();
     await this.breakerSubscription?.close();
     await Promise.allSettled(this.inFlight);
+    // Not read back: the report it resumed from stands as it was, for the next take-over to
+    // read back (a window closed now would count the samples it holds as published).
+    if (this.resumedFrom) return;
     await this.closeWindow();
   }
 
@@ -215,7 +315,24 @@ export class ShadowLiveRunner {
       windows: [...this.status.windows],
       hours: [...this.status.hours],
       candidateBreaker: this.breakerState(),
+      checkpoint: {
+        windowsSeq: this.windowsSeq,
+        hourSeq: this.hourSeq,
+        lastSeq: this.lastSeq,
+        candidateFailures: this.consecutiveFailures,
+        candidateOpenUntil: this.breakerOpenUntil,
+      },
     };
+  }
+
+  /** Publishes the status as it is now, once those published before it are written. */
+  private publish(): Promise<void> {
+    const status = this.snapshot();
+    const stored = this.stored;
+    this.changed = false;
+    const published = this.publishing.then(() => this.deps.publish(status, stored));
+    this.publishing = published.catch(() => void (this.changed = true));
+    return published;
   }
 
   private onBreaker(change: BreakerChange): void {
@@ -224,6 +341,7 @@ export class ShadowLiveRunner {
     // it again, with the same id (derived from the judged signal's): heard once, counted once.
     if (this.heardBreakerChanges.includes(change.id)) return;
     this.heardBreakerChanges = [...this.heardBreakerChanges, change.id].slice(-50);
+    this.changed = true;
     const { emittedAt: at, from, to, reason } = change;
     this.status.analyzerBreaker = {
       state: to,
@@ -235,6 +353,7 @@ export class ShadowLiveRunner {
   private offer(request: ShadowRequest): void {
     if (this.stopped) return;
     if (request.campaignId !== undefined && request.campaignId !== this.id) return;
+    this.changed = true;
     this.status.offered++;
     if (!sampled(request.id, this.config.source.sampleRate)) return void this.status.shed.sampled++;
     if (this.inFlight.size >= this.config.concurrency) return void this.status.shed.concurrency++;
@@ -251,24 +370,20 @@ export class ShadowLiveRunner {
   }
 
   private async replay(request: ShadowRequest): Promise<void> {
-    let sample: ShadowSample | null;
+    let stored: SeqSample | null;
     try {
-      sample = await this.deps.replay(request, this.abort.signal);
+      stored = await this.deps.replay(request, this.abort.signal);
     } catch (error) {
       if (!this.stopped) this.deps.log(`shadow ${this.id}: replay failed: ${(error as Error).message}`);
       return;
     }
-    if (!sample || this.stopped) return;
+    if (!stored || this.stopped) return;
+    const { sample } = stored;
+    this.changed = true;
     this.status.replayed++;
     this.stored++;
-    if (sample.candidate.ok) {
-      this.consecutiveFailures = 0;
-      this.breakerOpenUntil = 0;
-    } else if (++this.consecutiveFailures >= BREAKER_FAILURES) {
-      this.breakerOpenUntil = Date.now() + BREAKER_COOLDOWN_MS;
-      this.consecutiveFailures = 0;
-      this.deps.log(`shadow ${this.id}: candidate failing, breaker open for ${BREAKER_COOLDOWN_MS} ms`);
-    }
+    this.lastSeq = Math.max(this.lastSeq, stored.seq);
+    this.countCandidate(sample.candidate.ok);
     this.window.push(sample);
     this.addToHour(sample);
     if (++this.sinceprune >= this.pruneEvery) {
@@ -301,6 +416,18 @@ export class ShadowLiveRunner {
     return true;
   }
 
+  /** The candidate's breaker: BREAKER_FAILURES failures in a row open it for BREAKER_COOLDOWN_MS. */
+  private countCandidate(ok: boolean): void {
+    if (ok) {
+      this.consecutiveFailures = 0;
+      this.breakerOpenUntil = 0;
+    } else if (++this.consecutiveFailures >= BREAKER_FAILURES) {
+      this.breakerOpenUntil = Date.now() + BREAKER_COOLDOWN_MS;
+      this.consecutiveFailures = 0;
+      this.deps.log(`shadow ${this.id}: candidate failing, breaker open for ${BREAKER_COOLDOWN_MS} ms`);
+    }
+  }
+
   private breakerState(): 'closed' | 'open' | 'half-open' {
     if (this.breakerOpenUntil === 0) return 'closed';
     return Date.now() < this.breakerOpenUntil ? 'open' : 'half-open';
@@ -321,6 +448,7 @@ export class ShadowLiveRunner {
     const report = windowReport(this.window, this.windowStartedAt, now);
     this.window = [];
     this.windowStartedAt = now;
+    this.windowsSeq = this.lastSeq;
     this.probes = new Map();
     this.status.windows = [...this.status.windows, report].slice(-WINDOWS_KEPT);
     if (now - this.hourStartedAt >= 3_600_000) {
@@ -330,6 +458,7 @@ export class ShadowLiveRunner {
       this.hour = [];
       this.hourSeen = 0;
       this.hourStartedAt = now;
+      this.hourSeq = this.windowsSeq;
     }
     // A window without a group of enough samples is no evidence either way: it neither
     // regresses, nor clears the tier, nor probes the analyzer's breaker.
@@ -337,7 +466,7 @@ export class ShadowLiveRunner {
       await this.judge(report);
       await this.signal(report);
     }
-    await this.deps.publish(this.snapshot(), this.stored);
+    await this.publish();
   }
 
   /** Publishes the window's verdict to the analyzer; a bus that refuses it costs the signal, not the campaign. */

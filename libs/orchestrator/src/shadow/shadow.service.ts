@@ -378,6 +378,7 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
             this.lease.owner,
           ),
         prune: (keep) => this.shadows.pruneSamples(id, keep),
+        storedAfter: (afterSeq, limit, pick) => this.shadows.samplesAfter(id, afterSeq, limit, pick),
         startLinked: async (reason) => {
           const campaignId = config.onRegression.campaignId;
           if (!campaignId) return null;
@@ -491,13 +492,13 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
     await Promise.allSettled(inFlight);
   }
 
-  /** `line` is already redacted. */
+  /** `line` is already redacted; resolves with the stored sample and its seq. */
   private async replay(
     id: string,
     config: ShadowCampaignInput,
     line: ShadowLine,
     signal?: AbortSignal,
-  ): Promise<ShadowSample> {
+  ): Promise<{ seq: number; sample: ShadowSample }> {
     const body = { ...line.body, model: config.model, max_tokens: config.maxTokens };
     // The send order rotates per request: whichever target is sent first gets a head start, and
     // a fixed order (candidate always last) showed up as a candidate latency "difference".
@@ -543,8 +544,7 @@ export class ShadowService implements OnApplicationBootstrap, OnApplicationShutd
       similarityPrimarySecondary: simPS,
       similarityPrimaryCandidate: simPC,
     };
-    await this.shadows.addSample(id, line, sample);
-    return sample;
+    return { seq: await this.shadows.addSample(id, line, sample), sample };
   }
 }
 

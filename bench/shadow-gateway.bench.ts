@@ -93,7 +93,14 @@ async function child(): Promise<void> {
 }
 
 function start(args: string[], core: number): Promise<ChildProcess> {
-  const taskset = process.platform === 'linux' ? ['taskset', '-c', String(core)] : [];
+  // BENCH_GATEWAY_CORES=0,1: the gateway's cores (default: core 1 alone).
+  const cores = args[0] === 'gateway' ? (process.env.BENCH_GATEWAY_CORES ?? String(core)) : String(core);
+  const taskset = process.platform === 'linux' ? ['taskset', '-c', cores] : [];
+  // BENCH_GATEWAY_POLICY=other: the gateway under the kernel's normal policy, as production runs
+  // it, where its copy thread's nice value applies; a bench run under `chrt -r` would otherwise
+  // hand the real-time policy down to it, and nice means nothing there.
+  if (args[0] === 'gateway' && process.env.BENCH_GATEWAY_POLICY === 'other' && taskset.length)
+    taskset.unshift('chrt', '-o', '0');
   const profile = process.env.BENCH_GATEWAY_CPU_PROF;
   const flags = args[0] === 'gateway' && profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
   const argv = [process.execPath, ...flags, '-r', `${__dirname}/ts-register.js`, __filename, ...args];

@@ -22,6 +22,8 @@ export interface MirrorCounts {
   copied: number;
   copiesDropped: number;
   copiesFailed: number;
+  /** Sampled requests not copied because their body was over the gateway's buffered-body cap. */
+  copiesTooLarge: number;
   /** Copying paused because the receiver said the campaign is not running (404): until then, ms. */
   pausedUntil: number;
   /** Times the copy thread died and was restarted (its pending copies are in `copiesFailed`). */
@@ -77,6 +79,7 @@ export class MirrorThread {
   private readonly counts = {
     copied: 0,
     copiesDropped: 0,
+    copiesTooLarge: 0,
     copiesFailed: 0,
     pausedUntil: 0,
     copyWorkerDeaths: 0,
@@ -98,8 +101,7 @@ export class MirrorThread {
 
   /** On the forwarding loop: copies `body` to the receiver, or decides not to. Never throws, never waits. */
   offer(body: Buffer, intent: string | null): void {
-    if (!this.enabled || Date.now() < this.counts.pausedUntil || Math.random() >= this.options.sampleRate)
-      return;
+    if (!this.samples()) return;
     const worker = this.worker;
     if (!this.readyNow || worker === null || this.pending >= this.options.maxPending) {
       this.counts.copiesDropped++;
@@ -119,6 +121,15 @@ export class MirrorThread {
     } else if (this.flushTimer === null) {
       this.flushTimer = setTimeout(() => this.flush(worker), FLUSH_AFTER_MS);
     }
+  }
+
+  /** On the forwarding loop: a request whose body was too large to hold; counted if it would have been copied. */
+  offerTooLarge(): void {
+    if (this.samples()) this.counts.copiesTooLarge++;
+  }
+
+  private samples(): boolean {
+    return this.enabled && Date.now() >= this.counts.pausedUntil && Math.random() < this.options.sampleRate;
   }
 
   /**

@@ -69,7 +69,7 @@ function gatewayRegistry(gateway: ShadowGateway) {
   );
   new Counter({
     name: 'fathom_shadow_gateway_copies_total',
-    help: 'Sampled copies by outcome: accepted by the receiver, dropped (cap, no thread, kill switch), failed',
+    help: 'Sampled copies by outcome: accepted by the receiver, dropped (cap, no thread, kill switch), failed, too large (body over the buffered-body cap)',
     labelNames: ['outcome'] as const,
     registers: [registry],
     collect() {
@@ -78,6 +78,7 @@ function gatewayRegistry(gateway: ShadowGateway) {
       this.inc({ outcome: 'copied' }, s.copied);
       this.inc({ outcome: 'dropped' }, s.copiesDropped);
       this.inc({ outcome: 'failed' }, s.copiesFailed);
+      this.inc({ outcome: 'too_large' }, s.copiesTooLarge);
     },
   });
   const gauge = (name: string, help: string, read: (stats: ShadowGatewayStats) => boolean) =>

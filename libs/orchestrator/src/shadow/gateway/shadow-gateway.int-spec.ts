@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createHash } from 'node:crypto';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { RedactionRulesSchema } from '@fathom/contracts';
@@ -189,6 +190,98 @@ describe('shadow gateway', () => {
       expect(answer.headers.get('keep-alive')).not.toBe('timeout=9');
     } finally {
       await sut.close();
+    }
+  });
+
+  it("forwards a caller's Expect: 100-continue request and answers the primary's answer", async () => {
+    // curl sends the expectation with bodies over 1 MB, other clients with every body; undici
+    // refuses the header, so each such request was answered 502.
+    copies.length = 0;
+    const sut = await gateway(`${receiver.url}/mirror`);
+    try {
+      const body = chatBody(false);
+      const answer = await new Promise<{ status: number; continued: boolean; text: string }>(
+        (resolve, reject) => {
+          let continued = false;
+          const req = request(`${sut.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+              expect: '100-continue',
+            },
+          });
+          req.once('continue', () => {
+            continued = true;
+            req.end(body);
+          });
+          req.once('response', (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString()));
+            res.once('end', () => resolve({ status: res.statusCode ?? 0, continued, text }));
+          });
+          req.once('error', reject);
+        },
+      );
+      expect(answer).toEqual({ status: 200, continued: true, text: JSON_ANSWER });
+      await waitFor(() => sut.stats().copied === 1, { timeoutMs: 5000, description: 'its copy' });
+      expect(sut.stats()).toMatchObject({ forwarded: 1, primaryUnreachable: 0, copiesTooLarge: 0 });
+    } finally {
+      await sut.close();
+    }
+  });
+
+  it('streams a body over the buffered cap to the primary as it arrives, whole, and copies none of it', async () => {
+    // A primary that counts bytes as they come and answers their digest: no gateway holds a
+    // multi-gigabyte upload in memory before forwarding it.
+    let received = 0;
+    const counting = createServer((req, res) => {
+      const hash = createHash('sha256');
+      req.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        hash.update(chunk);
+      });
+      req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end(hash.digest('hex')));
+    });
+    await new Promise<void>((r) => counting.listen(0, '127.0.0.1', r));
+    const sut = await gateway(`${receiver.url}/mirror`, {
+      primary: `http://127.0.0.1:${(counting.address() as AddressInfo).port}`,
+      maxBufferedBodyBytes: 64 * 1024,
+    });
+    try {
+      const first = Buffer.alloc(256 * 1024, 'a');
+      const rest = Buffer.alloc(256 * 1024, 'b');
+      const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(`${sut.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': first.length + rest.length },
+        });
+        req.once('response', (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.once('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.once('error', reject);
+        req.write(first);
+        // The rest only once the primary has had more than the cap: forwarding began before
+        // the caller's body ended.
+        void waitFor(() => received > 64 * 1024, {
+          timeoutMs: 5000,
+          description: 'the primary reading',
+        }).then(() => req.end(rest), reject);
+      });
+      const expected = createHash('sha256').update(first).update(rest).digest('hex');
+      expect(await answer).toEqual({ status: 200, text: expected });
+      expect(sut.stats()).toMatchObject({ forwarded: 1, copied: 0, copiesDropped: 0, copiesTooLarge: 1 });
+      // A body within the cap still goes whole, and is copied.
+      const small = await fetch(`${sut.url}/v1/chat/completions`, { method: 'POST', body: chatBody(false) });
+      expect(small.status).toBe(200);
+      expect(await small.text()).toBe(createHash('sha256').update(chatBody(false)).digest('hex'));
+      await waitFor(() => sut.stats().copied === 1, { timeoutMs: 5000, description: 'the small one copied' });
+    } finally {
+      await sut.close();
+      counting.closeAllConnections();
+      await new Promise<void>((r) => counting.close(() => r()));
     }
   });
 
@@ -551,6 +644,7 @@ describe('shadow gateway', () => {
         expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="copied"')).toBe(3);
         expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="dropped"')).toBe(0);
         expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="failed"')).toBe(0);
+        expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="too_large"')).toBe(0);
         expect(after).toContain('# TYPE fathom_shadow_gateway_copies_total counter');
         expect(after).toContain('process_cpu_user_seconds_total');
         // No thread until the restart (a minute away): offers are dropped, the death counted.

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { RedactionRulesSchema } from '@fathom/contracts';
 import { MirrorThread, type MirrorCounts } from './mirror.thread';
@@ -25,6 +26,13 @@ export interface ShadowGatewayOptions {
   readonly copyTimeoutMs?: number;
   /** Delay before the copy thread's restart n after it died, ms; default 1 s doubling, at most 30 s. */
   readonly copyRestartBackoffMs?: (consecutiveDeaths: number) => number;
+  /**
+   * Request bodies up to this many bytes are read whole, then forwarded, and may be copied; a
+   * bigger one is streamed to the primary as it arrives and never copied (`copiesTooLarge`), so
+   * the gateway holds at most this much of any request. Default 1 MiB (the mirror receiver
+   * takes 100 KB copies at most).
+   */
+  readonly maxBufferedBodyBytes?: number;
 }
 
 /** The gateway's counts: its own forwarding, and its copy thread's (see `MirrorCounts`). */
@@ -52,9 +60,14 @@ export interface ShadowGateway {
   close(): Promise<void>;
 }
 
-/** Hop-by-hop headers (RFC 9110 7.6.1) are the connection's, never forwarded. */
+/**
+ * Hop-by-hop headers (RFC 9110 7.6.1) are the connection's, never forwarded. So is `expect`:
+ * Node's server answers a caller's `100-continue` itself, and undici refuses to send the header
+ * (every such request, curl's bodies over 1 MB among them, was answered 502).
+ */
 const HOP_BY_HOP = new Set([
   'connection',
+  'expect',
   'keep-alive',
   'proxy-authenticate',
   'proxy-authorization',
@@ -87,14 +100,31 @@ function headerValue(raw: readonly string[], name: string): string | null {
   return value;
 }
 
-/** The request's body bytes, read with plain events (an async iterator costs more per request). */
-function readBody(req: IncomingMessage): Promise<Buffer> {
+/**
+ * The request's body: its bytes when it ends within `max` (read with plain events: an async
+ * iterator costs more per request), else a stream of what came and what follows, forwarded as
+ * it arrives.
+ */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer | Readable> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
-    req.once('error', reject);
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size <= max) return;
+      req.pause();
+      req.off('data', onData).off('end', onEnd).off('error', reject);
+      resolve(Readable.from(continued(chunks, req), { objectMode: false }));
+    };
+    const onEnd = () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    req.on('data', onData).once('end', onEnd).once('error', reject);
   });
+}
+
+async function* continued(head: Buffer[], rest: IncomingMessage): AsyncGenerator<Buffer> {
+  yield* head;
+  for await (const chunk of rest) yield chunk as Buffer;
 }
 
 /**
@@ -191,12 +221,14 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
       })
     : null;
 
+  const maxBuffered = options.maxBufferedBodyBytes ?? 1024 * 1024;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const body = await readBody(req);
+    const body = await readBody(req, maxBuffered);
     const answered = () => {
       stats.forwarded++;
-      if (mirror !== null && req.method === 'POST' && isChatCompletions(req.url ?? ''))
-        mirror.offer(body, headerValue(req.rawHeaders, 'x-fathom-intent'));
+      if (mirror === null || req.method !== 'POST' || !isChatCompletions(req.url ?? '')) return;
+      if (Buffer.isBuffer(body)) mirror.offer(body, headerValue(req.rawHeaders, 'x-fathom-intent'));
+      else mirror.offerTooLarge();
     };
     const unreachable = (error: Error) => {
       stats.primaryUnreachable++;
@@ -210,7 +242,7 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
         path: `${prefix}${req.url ?? '/'}`,
         headers: endToEnd(req.rawHeaders),
-        body: body.length > 0 ? body : undefined,
+        body: !Buffer.isBuffer(body) || body.length > 0 ? body : undefined,
       },
       new ForwardToCaller(res, answered, unreachable),
     );
@@ -242,6 +274,7 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
       ...(mirror?.stats() ?? {
         copied: 0,
         copiesDropped: 0,
+        copiesTooLarge: 0,
         copiesFailed: 0,
         pausedUntil: 0,
         copyWorkerDeaths: 0,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DatasetSchema, PerturbationSchema } from './dataset.schema';
 import { ToolContractSchema, ToolFallbackSchema } from '../events/tool-call.event';
-import { HeadersSchema, SecretSchema } from './secret.schema';
+import { HeadersSchema, RequestPathSchema, SecretSchema } from './secret.schema';
 
 export const TokenizerSpecSchema = z.union([
   z.enum(['o200k_base', 'cl100k_base']),
@@ -123,8 +123,8 @@ export const HttpStepSchema = z
     kind: z.literal('http').optional(),
     ...stepShape,
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
-    /** Appended to the target's baseUrl. */
-    path: z.string().startsWith('/'),
+    /** Appended to the target's baseUrl; no spaces or control characters (percent-encode them). */
+    path: RequestPathSchema,
     headers: HeadersSchema.default({}),
     /** JSON body; sent as-is. */
     body: z.unknown().optional(),
@@ -319,7 +319,7 @@ export const ToolChainScenarioSchema = z
             /** JSON Schema of the arguments, as sent to the model. */
             parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
             /** Where Fathom POSTs the model's arguments (appended to the target's origin). */
-            invokePath: z.string().startsWith('/'),
+            invokePath: RequestPathSchema,
             headers: HeadersSchema.default({}),
             /** Declared response contract: answers are checked against it (schema drift). */
             contract: ToolContractSchema.optional(),

@@ -28,8 +28,49 @@ export type SecretRef = z.infer<typeof SecretRefSchema>;
 export const SecretSchema = z.union([z.string(), SecretRefSchema]);
 export type Secret = z.infer<typeof SecretSchema>;
 
+/** RFC 9110 field names: tokens, as Node and undici check them. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/**
+ * Fields of the connection, not of the request: the client sets them from the body and the
+ * connection, and undici refuses a request that sets one of them itself. Before this check a
+ * step with `Expect` (or a bad name, or a line break in a value) failed its first requests and
+ * then stalled undici's connection pool: the run never ended.
+ */
+const CONNECTION_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'content-length',
+]);
+
+/** Why a header cannot be sent as given (null: it can); for values resolved at run time too. */
+export function headerProblem(name: string, value: string | null): string | null {
+  if (!HEADER_NAME.test(name))
+    return `header name ${JSON.stringify(name)} is not an HTTP token (letters, digits, !#$%&'*+.^_\`|~-)`;
+  if (CONNECTION_HEADERS.has(name.toLowerCase()))
+    return `header ${name} is the connection's: Fathom's HTTP client sets it (${[...CONNECTION_HEADERS].join(', ')} cannot be given)`;
+  if (value !== null && /[\r\n\0]/.test(value)) return `header ${name}: the value holds a line break or NUL`;
+  return null;
+}
+
+/**
+ * A path Fathom appends to the target's origin: no spaces or control characters, which undici
+ * refuses (and a run of refused requests stalled its connection pool: the run never ended).
+ */
+export const RequestPathSchema = z
+  .string()
+  .startsWith('/')
+  .regex(/^[^\s\u0000-\u001f\u007f]*$/, 'must hold no spaces or control characters (percent-encode them)');
+
 /** Header values: plain text, or a reference for a credential header. */
-export const HeadersSchema = z.record(z.string(), SecretSchema);
+export const HeadersSchema = z.record(z.string(), SecretSchema).superRefine((headers, ctx) => {
+  for (const [name, value] of Object.entries(headers)) {
+    const problem = headerProblem(name, typeof value === 'string' ? value : null);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [name] });
+  }
+});
 export type Headers = z.infer<typeof HeadersSchema>;
 
 const CREDENTIAL_HEADERS = new Set([

@@ -1,4 +1,4 @@
-import { HeadersSchema } from '../campaign/secret.schema';
+import { HeadersSchema, RequestPathSchema } from '../campaign/secret.schema';
 import { z } from 'zod';
 
 /**
@@ -120,7 +120,7 @@ export const ToolFallbackSchema = z
     /** Headers that route to the fallback instance, e.g. `{"x-tool-version": "v1.9"}`. */
     headers: HeadersSchema.default({}),
     /** Default: the tool's own invokePath. */
-    invokePath: z.string().startsWith('/').optional(),
+    invokePath: RequestPathSchema.optional(),
     /** Timeout of the fallback call; default: the main call's `timeoutMs` + 200 ms (spec). */
     timeoutMs: z.number().int().positive().optional(),
   })

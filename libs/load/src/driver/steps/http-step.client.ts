@@ -1,5 +1,5 @@
 import type { Pool } from 'undici';
-import { headerTexts, type HttpStep } from '@fathom/contracts';
+import { headerProblem, headerTexts, type HttpStep } from '@fathom/contracts';
 import { httpStepToolName } from '@fathom/semantic';
 import { classifyError, errorText, httpErrorClass } from '../error-class.util';
 import { readBody } from '../http-body.util';
@@ -43,6 +43,12 @@ export class HttpStepClient implements StepClient {
       ...(step.body === undefined ? {} : { 'content-type': 'application/json' }),
       ...headerTexts(step.headers),
     };
+    // The campaign's schema checked the plain values; a secret's is known only now. A request
+    // undici refuses stalls its pool, so one is refused here, before the run.
+    for (const [name, value] of Object.entries(this.headers)) {
+      const problem = headerProblem(name, value);
+      if (problem) throw new Error(`step ${step.name}: ${problem}`);
+    }
     this.body = step.body === undefined ? undefined : JSON.stringify(step.body);
     this.declared = step.contract ? toolObserverOf(httpStepToolName(step), step.contract, step.path) : null;
     this.implicit = toolObserverOf(httpStepToolName(step), undefined);

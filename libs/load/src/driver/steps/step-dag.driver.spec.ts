@@ -138,6 +138,39 @@ describe('HTTP steps with named semantic assertions', () => {
     }
   });
 
+  it('refuses, before any request, a header whose secret resolved to a line break', async () => {
+    // A request undici refuses stalls its pool: without this the run's requests hung and the
+    // run never ended. The campaign schema refuses plain values; a secret is known only here.
+    const target = await jsonServer();
+    try {
+      const spec = CampaignSpecSchema.parse({
+        name: 'dag',
+        target: { baseUrl: target.url },
+        scenario: {
+          type: 'http',
+          steps: [{ name: 'report', path: '/api/report', headers: { 'x-api-key': { env: 'FATHOM_SECRET_K' } } }],
+        },
+        load: { concurrency: 2, durationMs: 1000 },
+      });
+      const step = (spec.scenario as { steps: Array<{ headers: Record<string, unknown> }> }).steps[0];
+      step.headers['x-api-key'] = 'abc\ndef'; // as the load-generator's resolver hands it over
+      await expect(
+        runShard({
+          spec,
+          shard: { index: 0, count: 1 },
+          runId: 'r',
+          campaignId: 'c',
+          generatorId: 'g',
+          sink: { record: () => undefined, window: () => undefined },
+          signal: new AbortController().signal,
+        }),
+      ).rejects.toThrow('step report: header x-api-key: the value holds a line break or NUL');
+      expect(target.log).toEqual([]);
+    } finally {
+      await target.close();
+    }
+  });
+
   it('refuses a cyclic DAG and unknown dependencies in the campaign', () => {
     const parse = (steps: unknown) =>
       CampaignSpecSchema.safeParse({

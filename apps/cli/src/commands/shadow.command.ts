@@ -199,7 +199,7 @@ Examples:
           if (drainTimer !== null) clearTimeout(drainTimer);
           const s = gateway.stats();
           process.stdout.write(
-            `forwarded ${s.forwarded} (primary unreachable ${s.primaryUnreachable}), copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed}, too large ${s.copiesTooLarge} (copy thread restarts ${s.copyWorkerDeaths})\n`,
+            `forwarded ${s.forwarded} (primary unreachable ${s.primaryUnreachable}), copied ${s.copied}, dropped ${s.copiesDropped}, failed ${s.copiesFailed} (copy thread restarts ${s.copyWorkerDeaths}), not copied as too large ${s.copiesTooLarge}, refused ${s.refused}\n`,
           );
           // The admin listener last: its /health answers 503 while the gateway closes.
           void gateway

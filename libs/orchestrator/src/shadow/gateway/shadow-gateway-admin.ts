@@ -63,6 +63,11 @@ function gatewayRegistry(gateway: ShadowGateway) {
     (s) => s.primaryUnreachable,
   );
   counter(
+    'fathom_shadow_gateway_refused_total',
+    'Requests answered 400 because they could not be forwarded as sent (a * target, one the HTTP client refuses)',
+    (s) => s.refused,
+  );
+  counter(
     'fathom_shadow_gateway_copy_thread_restarts_total',
     'Times the copy thread died and was restarted',
     (s) => s.copyWorkerDeaths,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { RedactionRulesSchema } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
@@ -282,6 +282,40 @@ describe('shadow gateway', () => {
       await sut.close();
       counting.closeAllConnections();
       await new Promise<void>((r) => counting.close(() => r()));
+    }
+  });
+
+  it('answers 400 to a request it cannot forward, and a flood of them never stalls the others', async () => {
+    // `OPTIONS *` reached undici, which refused it and left the connection it picked marked
+    // busy: after 256 of them every later request, production's included, waited for ever.
+    const raw = (url: string, text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const { port } = new URL(url);
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(text));
+        let answer = '';
+        socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+        socket.once('close', () => resolve(answer));
+        socket.once('error', reject);
+        socket.setTimeout(3000, () => socket.destroy(new Error(`no answer to ${text.split('\r\n')[0]}`)));
+      });
+    const sut = await gateway(null);
+    try {
+      const star = await raw(sut.url, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(star).toMatch(/^HTTP\/1\.1 400 /);
+      expect(star).toContain('the gateway cannot forward this request: request target \\"*\\" is not a path');
+      for (let i = 0; i < 300; i++)
+        await raw(sut.url, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      // An absolute-form target (RFC 9112 3.2.2) goes to the primary as its path.
+      const absolute = await raw(
+        sut.url,
+        'GET http://elsewhere.example/v1/cookies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
+      expect(absolute).toMatch(/^HTTP\/1\.1 200 [^]*X-Trace: t1\r\n/);
+      const answer = await fetch(`${sut.url}/v1/chat/completions`, { method: 'POST', body: chatBody(false) });
+      expect(await answer.text()).toBe(JSON_ANSWER);
+      expect(sut.stats()).toMatchObject({ forwarded: 2, refused: 301, primaryUnreachable: 0 });
+    } finally {
+      await sut.close();
     }
   });
 
@@ -641,6 +675,7 @@ describe('shadow gateway', () => {
         const after = await admin.metrics();
         expect(sample(after, 'fathom_shadow_gateway_forwarded_total')).toBe(4);
         expect(sample(after, 'fathom_shadow_gateway_primary_unreachable_total')).toBe(0);
+        expect(sample(after, 'fathom_shadow_gateway_refused_total')).toBe(0);
         expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="copied"')).toBe(3);
         expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="dropped"')).toBe(0);
         expect(sample(after, 'fathom_shadow_gateway_copies_total', 'outcome="failed"')).toBe(0);

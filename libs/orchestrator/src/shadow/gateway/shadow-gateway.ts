@@ -40,6 +40,8 @@ export interface ShadowGatewayStats extends MirrorCounts {
   /** Requests forwarded to the primary, and those the primary could not be reached for (502). */
   forwarded: number;
   primaryUnreachable: number;
+  /** Requests the gateway could not forward as sent (400: a `*` target, one undici refuses). */
+  refused: number;
 }
 
 export interface ShadowGateway {
@@ -138,6 +140,9 @@ async function* continued(head: Buffer[], rest: IncomingMessage): AsyncGenerator
 class ForwardToCaller implements Dispatcher.DispatchHandler {
   private abort: ((error?: Error) => void) | null = null;
   private done = false;
+  /** True while `pool.dispatch` runs; an error then is undici refusing the request itself. */
+  dispatching = false;
+  refusal: Error | null = null;
 
   constructor(
     private readonly res: ServerResponse,
@@ -174,10 +179,30 @@ class ForwardToCaller implements Dispatcher.DispatchHandler {
   }
 
   onError(error: Error): void {
+    if (this.dispatching) {
+      this.done = true;
+      this.refusal = error;
+      return;
+    }
     this.done = true;
     if (this.res.destroyed) return; // the caller left: nobody to answer
     if (this.res.headersSent) this.res.destroy();
     else this.unreachable(error);
+  }
+}
+
+/**
+ * The path to forward: an origin-form target as it is, an absolute-form one's path and query
+ * (RFC 9112 3.2.2: a server must accept it); null for `*` and anything else.
+ */
+function originForm(target: string): string | null {
+  if (target.startsWith('/')) return target;
+  if (!/^https?:\/\//i.test(target)) return null;
+  try {
+    const url = new URL(target);
+    return `${url.pathname}${url.search}`;
+  } catch {
+    return null;
   }
 }
 
@@ -204,8 +229,10 @@ function isChatCompletions(url: string): boolean {
 export async function startShadowGateway(options: ShadowGatewayOptions): Promise<ShadowGateway> {
   const primary = new URL(options.primary);
   const prefix = primary.pathname.replace(/\/+$/, '');
-  const pool = new Pool(primary.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
-  const stats = { forwarded: 0, primaryUnreachable: 0 };
+  const newPool = () =>
+    new Pool(primary.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+  let pool = newPool();
+  const stats = { forwarded: 0, primaryUnreachable: 0, refused: 0 };
   // Started before listening: a copy thread that cannot start is the caller's error, not a
   // gateway that silently copies nothing.
   const mirror = options.mirror
@@ -237,15 +264,39 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
         JSON.stringify({ error: { message: `primary unreachable: ${error.message}`, type: 'bad_gateway' } }),
       );
     };
+    const refuse = (why: string) => {
+      stats.refused++;
+      if (!Buffer.isBuffer(body)) body.destroy();
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          error: { message: `the gateway cannot forward this request: ${why}`, type: 'bad_request' },
+        }),
+      );
+    };
+    const path = originForm(req.url ?? '/');
+    if (path === null)
+      return refuse(`request target ${JSON.stringify(req.url?.slice(0, 100))} is not a path`);
+    const handler = new ForwardToCaller(res, answered, unreachable);
+    handler.dispatching = true;
     pool.dispatch(
       {
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
-        path: `${prefix}${req.url ?? '/'}`,
+        path: `${prefix}${path}`,
         headers: endToEnd(req.rawHeaders),
         body: !Buffer.isBuffer(body) || body.length > 0 ? body : undefined,
       },
-      new ForwardToCaller(res, answered, unreachable),
+      handler,
     );
+    handler.dispatching = false;
+    if (handler.refusal === null) return;
+    // undici refused the request before sending it, and (7.30) left the connection it picked
+    // marked busy: 256 such requests stalled every later one, production's included. A fresh
+    // pool takes the next requests; the old one finishes those it has.
+    const stalled = pool;
+    pool = newPool();
+    void stalled.close().catch(() => undefined);
+    refuse(handler.refusal.message);
   };
 
   const server = createServer((req, res) => {

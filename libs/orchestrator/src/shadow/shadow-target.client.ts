@@ -10,6 +10,39 @@ export interface TargetReply extends TargetObservation {
 }
 
 /**
+ * A replayed answer's most bytes (a chat answer is kilobytes), and an error answer's or an
+ * embeddings answer's: a target streaming without end, or a huge body, costs one failed sample,
+ * never the orchestrator's memory (before, the whole answer was held until the request timeout).
+ */
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+class AnswerTooLarge extends Error {
+  constructor(what: string) {
+    super(`${what} over ${MAX_ANSWER_BYTES / 1024 / 1024} MiB: not read further`);
+  }
+}
+
+/** The body's text, `onText` told of what came so far at each chunk; rejects past MAX_ANSWER_BYTES. */
+async function readCapped(
+  response: Response,
+  what: string,
+  onText?: (text: string) => void,
+): Promise<string> {
+  if (!response.body) return '';
+  const decoder = new TextDecoder();
+  let text = '';
+  let bytes = 0;
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += chunk.byteLength;
+    // Leaving the loop cancels the body: undici closes the connection.
+    if (bytes > MAX_ANSWER_BYTES) throw new AnswerTooLarge(what);
+    text += decoder.decode(chunk, { stream: true });
+    onText?.(text);
+  }
+  return text + decoder.decode();
+}
+
+/**
  * Sends one chat request (streamed, with logprobs so that per-token entropy can be judged) and
  * measures end-to-end time and time to the first content chunk on the client.
  */
@@ -36,15 +69,12 @@ export async function callChatTarget(
       redirect: 'manual',
     });
     if (!response.ok || !response.body) {
-      const text = await response.text();
+      const text = await readCapped(response, `HTTP ${response.status} answer`);
       return failed(performance.now() - started, `HTTP ${response.status}: ${text.slice(0, 200)}`);
     }
-    const decoder = new TextDecoder();
-    let text = '';
-    for await (const chunk of response.body) {
-      text += decoder.decode(chunk as Uint8Array, { stream: true });
-      if (ttftMs === null && text.includes('"content"')) ttftMs = performance.now() - started;
-    }
+    const text = await readCapped(response, 'answer', (soFar) => {
+      if (ttftMs === null && soFar.includes('"content"')) ttftMs = performance.now() - started;
+    });
     const e2eMs = performance.now() - started;
     const parsed = parseChatStream(text);
     const risk = assessHallucinationRisk(parsed.logprobs);
@@ -89,7 +119,12 @@ export async function embedTexts(
     body: JSON.stringify({ model: endpoint.model, input: texts }),
     signal: AbortSignal.timeout(timeoutMs),
   });
-  if (!response.ok) throw new Error(`embeddings: HTTP ${response.status}`);
-  const body = (await response.json()) as { data: Array<{ index: number; embedding: number[] }> };
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new Error(`embeddings: HTTP ${response.status}`);
+  }
+  const body = JSON.parse(await readCapped(response, 'embeddings answer')) as {
+    data: Array<{ index: number; embedding: number[] }>;
+  };
   return [...body.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
 }

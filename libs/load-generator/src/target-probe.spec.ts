@@ -17,6 +17,17 @@ describe(probeTarget.name, () => {
         res.end('{"error":"model registry down"}');
         return;
       }
+      if (req.url === '/endless/v1/models') {
+        // A list that never ends, as fast as the socket takes it.
+        res.write('{"object":"list","data":[');
+        const entries = '{"id":"m"},'.repeat(4096);
+        const pump = () => {
+          while (!res.destroyed && res.write(entries));
+        };
+        res.on('drain', pump);
+        pump();
+        return;
+      }
       if (req.url === '/models') {
         res.statusCode = 404;
         res.end('not found');
@@ -32,7 +43,13 @@ describe(probeTarget.name, () => {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   });
 
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
 
   it('does not blame the target when this process itself stalled through the probe', async () => {
     // The target in its own process, answering in 20 ms; this process then blocks for 1.5 s.
@@ -87,6 +104,17 @@ describe(probeTarget.name, () => {
   it('says when a 200 answer is not a model list', async () => {
     const sut = await probeTarget(`${base}/other`, { timeoutMs: 2000 });
     expect(sut.reachable === true && sut.lookup).toMatch(/answered 200 with a body that is not a model list/);
+  });
+
+  it('stops reading a models answer without end, saying so', async () => {
+    // Before, the answer was held whole until the probe's timeout: hundreds of MB.
+    const started = performance.now();
+    const sut = await probeTarget(base.replace('/v1', '/endless/v1'), { timeoutMs: 30_000 });
+    expect(sut).toMatchObject({ reachable: true, models: [] });
+    expect(sut.reachable === true && sut.lookup).toMatch(
+      /answered HTTP 200 with more than 4 MiB: not read further$/,
+    );
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 
   it('says why a target is unreachable', async () => {

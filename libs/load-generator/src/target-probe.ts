@@ -1,5 +1,6 @@
 import { request } from 'undici';
 import type { CampaignSpec } from '@fathom/contracts';
+import { BodyTooLarge, readBodyWithin } from '@fathom/load';
 
 export type TargetProbe =
   | {
@@ -40,6 +41,9 @@ class StallWatch {
  * reads the models it serves (`GET /models`, OpenAI format). Any HTTP answer counts as
  * reachable (even 404/401: the requests themselves will tell).
  */
+/** A models list is kilobytes; an answer past this is cut off (a target sending without end held the process's memory until the probe's timeout). */
+const MAX_MODELS_ANSWER_BYTES = 4 * 1024 * 1024;
+
 export async function probeTarget(baseUrl: string, options: { timeoutMs: number }): Promise<TargetProbe> {
   const url = `${baseUrl.replace(/\/+$/, '')}/models`;
   const watch = new StallWatch();
@@ -51,7 +55,17 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
       bodyTimeout: options.timeoutMs,
       signal: AbortSignal.timeout(options.timeoutMs),
     });
-    const text = await response.body.text();
+    const text = await readBodyWithin(response.body, MAX_MODELS_ANSWER_BYTES).catch((error: unknown) => {
+      // Reachable all the same: the look-up says what was wrong with the answer.
+      if (error instanceof BodyTooLarge) return null;
+      throw error;
+    });
+    if (text === null)
+      return {
+        reachable: true,
+        models: [],
+        lookup: `GET ${url} answered HTTP ${response.statusCode} with more than ${MAX_MODELS_ANSWER_BYTES / 1024 / 1024} MiB: not read further`,
+      };
     const models = response.statusCode === 200 ? modelIds(text) : [];
     return {
       reachable: true,

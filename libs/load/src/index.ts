@@ -33,6 +33,7 @@ export { chatLogprobsClient, parseChatLogprobs } from './driver/chat-logprobs.cl
 export * from './driver/request-outcome';
 export * from './driver/steps/step-assertion.evaluator';
 export { classifyError } from './driver/error-class.util';
+export { BodyTooLarge, readBodyWithin } from './driver/http-body.util';
 export { CLIENT_TOKENIZER } from './driver/output-token-count.util';
 export * from './driver/tool-chain.driver';
 export * from './driver/rag-layer.driver';

@@ -33,8 +33,29 @@ export type FetchLike = (
 ) => Promise<{
   ok: boolean;
   status: number;
-  text(): Promise<string>;
+  body: ReadableStream<Uint8Array> | null;
 }>;
+
+/**
+ * A metrics page's most bytes: vLLM's is ~100 KB, DCGM's tens of KB a GPU. An endpoint that
+ * answered without end was held whole until the scrape's timeout, every interval.
+ */
+export const MAX_SCRAPE_BYTES = 16 * 1024 * 1024;
+
+class ScrapeTooLarge extends Error {}
+
+async function readCapped(body: ReadableStream<Uint8Array> | null): Promise<string> {
+  if (!body) return '';
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  // Leaving the loop early cancels the body (the connection is closed).
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += chunk.byteLength;
+    if (bytes > MAX_SCRAPE_BYTES) throw new ScrapeTooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 const ACCEPT = 'text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1';
 
@@ -65,14 +86,19 @@ export async function scrapeSource(
         redirect: 'manual',
       });
       if (!response.ok) {
-        // Drain so the connection can be reused; the body is not a reading.
-        await response.text().catch(() => undefined);
+        // The body is not a reading: dropped, not read.
+        await response.body?.cancel().catch(() => undefined);
         const redirected =
           response.status >= 300 && response.status < 400 ? ' (redirects are not followed)' : '';
         return gap('down', `HTTP ${response.status} from ${target.url}${redirected}`);
       }
-      body = await response.text();
+      body = await readCapped(response.body);
     } catch (error) {
+      if (error instanceof ScrapeTooLarge)
+        return gap(
+          'garbage',
+          `${target.url}: answer over ${MAX_SCRAPE_BYTES / 1024 / 1024} MiB (a metrics page is kilobytes): not read further`,
+        );
       if (timedOut)
         return gap('timeout', `no complete response from ${target.url} within ${target.timeoutMs} ms`);
       return gap('down', `${target.url}: ${describe(error)}`);

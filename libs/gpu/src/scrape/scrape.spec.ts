@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { readGpuFixture } from '../testing/fixture.util';
 import { nvidiaSmiArgs, runNvidiaSmi } from './nvidia-smi.runner';
 import { ScrapeBackoff } from './scrape-backoff';
-import { scrapeSource } from './scrape-source';
+import { MAX_SCRAPE_BYTES, scrapeSource } from './scrape-source';
 
 describe(scrapeSource.name, () => {
   let server: Server;
@@ -33,6 +33,15 @@ describe(scrapeSource.name, () => {
       } else if (req.url === '/garbage') {
         res.writeHead(200, { 'content-type': 'text/html' });
         res.end('<html><body><h1>Welcome to nginx!</h1></body></html>');
+      } else if (req.url === '/endless') {
+        // Metrics-looking lines without end, as fast as the socket takes them.
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+        const line = 'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-x"} 33\n'.repeat(1000);
+        const pump = () => {
+          while (!res.destroyed && res.write(line));
+        };
+        res.on('drain', pump);
+        pump();
       } else if (req.url === '/truncated') {
         res.writeHead(200);
         res.end('DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-x" 3');
@@ -82,6 +91,14 @@ describe(scrapeSource.name, () => {
     const sut = await scrapeSource({ url: `${base}${path}`, format: 'auto', timeoutMs: 300 });
     expect(sut).toMatchObject({ health: 'timeout', samples: [] });
     expect(sut.durationMs).toBeLessThan(1500);
+  });
+
+  it('stops reading an endless answer past its cap: garbage, within the deadline', async () => {
+    // Before, the whole answer was held until the timeout: hundreds of MB every interval.
+    const sut = await scrapeSource({ url: `${base}/endless`, format: 'auto', timeoutMs: 30_000 });
+    expect(sut).toMatchObject({ health: 'garbage', samples: [] });
+    expect(sut.error).toContain(`answer over ${MAX_SCRAPE_BYTES / 1024 / 1024} MiB`);
+    expect(sut.durationMs).toBeLessThan(10_000);
   });
 
   it.each(['/garbage', '/truncated'])('reports %s as garbage, never zeros', async (path) => {

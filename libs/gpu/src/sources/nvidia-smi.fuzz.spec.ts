@@ -24,7 +24,7 @@ describe('nvidia-smi parsers against hostile input', () => {
 
   it('classifies hostile XML from a metrics URL as a garbage scrape, not a throw', async () => {
     for (const text of Object.values(HOSTILE_XML)) {
-      const fetchImpl: FetchLike = async () => ({ ok: true, status: 200, text: async () => text });
+      const fetchImpl: FetchLike = async () => ({ ok: true, status: 200, body: new Response(text).body });
       const result = await scrapeSource(
         { url: 'http://127.0.0.1:9/metrics', format: 'nvidia-smi-xml', timeoutMs: 1000 },
         fetchImpl,
@@ -37,7 +37,7 @@ describe('nvidia-smi parsers against hostile input', () => {
     const fetchImpl: FetchLike = async () => ({
       ok: true,
       status: 200,
-      text: async () => HOSTILE_XML['20,000 nested tags'],
+      body: new Response(HOSTILE_XML['20,000 nested tags']).body,
     });
     const result = await scrapeSource(
       { url: 'http://127.0.0.1:9/metrics', format: 'auto', timeoutMs: 1000 },

@@ -1,9 +1,12 @@
 import { request } from 'undici';
 import type { ChatScenario, TokenLogprob } from '@fathom/contracts';
 import type { HttpTarget } from './openai-chat.driver';
+import { readBodyWithin } from './http-body.util';
 import { targetPath } from './target-url.util';
 
 const ERROR_BODY_CAP = 300;
+/** A logprobs answer is tens of KB (5 alternatives a token); one past this is cut off, the check failed. */
+const MAX_LOGPROBS_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /**
  * One non-streamed `/chat/completions` request with `logprobs` and `top_logprobs`, outside the
@@ -40,7 +43,7 @@ export function chatLogprobsClient(
       bodyTimeout: options.timeoutMs,
       signal: AbortSignal.timeout(options.timeoutMs),
     });
-    const text = await response.body.text();
+    const text = await readBodyWithin(response.body, MAX_LOGPROBS_ANSWER_BYTES);
     if (response.statusCode !== 200)
       throw new Error(`HTTP ${response.statusCode}: ${text.slice(0, ERROR_BODY_CAP)}`);
     return parseChatLogprobs(text);

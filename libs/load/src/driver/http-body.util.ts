@@ -33,3 +33,31 @@ export function readBody(
     body.on('error', reject);
   });
 }
+
+/** A body past the bytes a reader takes: it was cut off, not read whole. */
+export class BodyTooLarge extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`answer over ${Math.round(maxBytes / 1024 / 1024)} MiB: not read further`);
+  }
+}
+
+/**
+ * The whole body as text, when it holds at most `maxBytes`; past that the body is destroyed
+ * (the connection closed) and this rejects with BodyTooLarge. For answers that are parsed whole
+ * (a models list, a logprobs answer): a target sending without end costs one failed read, not
+ * the process's memory until a timeout.
+ */
+export function readBodyWithin(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    body.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= maxBytes) return void chunks.push(chunk);
+      body.destroy();
+      reject(new BodyTooLarge(maxBytes));
+    });
+    body.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    body.on('error', reject);
+  });
+}

@@ -18,7 +18,7 @@ const CONNECT_CODES = new Set([
  * Maps a failure to the contract's error class. `cancel.reason` tells our own timeout from a run
  * abort; a broken connection after the response headers arrived is a truncated stream, before
  * them a connect error. The own HTTP/1.1 client's framing errors (malformed status line, header
- * or chunk size, an oversized head) are `protocol`; the record's errorMessage says which. A body
+ * or chunk size, an oversized head) and a body past a driver's cap are `protocol`; the record's errorMessage says which. A body
  * that cannot be parsed is `malformed-sse` when it was a stream, `malformed-json` when it was one
  * JSON document (`body: 'json'`, a non-streamed response).
  */
@@ -36,7 +36,8 @@ export function classifyError(
   const code =
     (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
   if (code === 'HTTP1_EARLY_CLOSE') return headersReceived ? 'stream-truncated' : 'connect';
-  if (code === 'HTTP1_PROTOCOL' || code === 'HTTP1_HEADERS_TOO_LARGE') return 'protocol';
+  if (code === 'HTTP1_PROTOCOL' || code === 'HTTP1_HEADERS_TOO_LARGE' || code === 'RESPONSE_TOO_LARGE')
+    return 'protocol';
   if (code === 'HTTP1_CLIENT_CLOSED') return 'aborted';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
   if (code !== undefined && CONNECT_CODES.has(code)) return headersReceived ? 'stream-truncated' : 'connect';

@@ -4,9 +4,10 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import { join } from 'node:path';
 import { ChatScenarioSchema, EmbeddingsScenarioSchema, type ChatScenario } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, parseChatStream } from '@fathom/semantic';
+import { waitFor } from '@fathom/testing';
 import { PromptSource } from '../dataset/prompt.source';
 import { EmbeddingsDriver } from './embeddings.driver';
-import { OpenAiChatDriver } from './openai-chat.driver';
+import { MAX_RESPONSE_BYTES, OpenAiChatDriver } from './openai-chat.driver';
 import { RequestCancel, RequestTimeout, type DriverOutcome, type DriverRequest } from './request-outcome';
 
 // Recorded OpenAI streams (openai-python inline snapshots), from the shared fixture set and the
@@ -275,6 +276,47 @@ describe('OpenAiChatDriver over the own HTTP/1.1 client', () => {
     const sut = await chat({ stream: false }).execute(requestOf());
     expect(sut.errorClass).toBe('malformed-json');
     expect(sut.errorMessage).toContain('malformed-json');
+  });
+
+  it.each([
+    [
+      'non-streamed, one JSON string without end',
+      false,
+      '{"choices":[{"message":{"content":"',
+      'x'.repeat(65536),
+    ],
+    [
+      'streamed, one SSE line without end',
+      true,
+      'data: {"choices":[{"delta":{"content":"',
+      'x'.repeat(65536),
+    ],
+    [
+      'streamed, valid events without end',
+      true,
+      '',
+      'data: {"choices":[{"delta":{"content":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}]}\n\n'.repeat(1000),
+    ],
+  ])('ends an answer past the body cap (%s) as protocol, in seconds', async (_name, stream, head, chunk) => {
+    // Before: held whole until the request's timeout (2.7-3.3 GB for 4 requests in 10 s), and
+    // the last case tokenised its content for minutes with the engine's event loop blocked.
+    let closed = false;
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
+      res.write(head);
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+      };
+      res.on('drain', pump);
+      res.once('close', () => (closed = true));
+      pump();
+    };
+    const started = performance.now();
+    const sut = await chat({ stream }).execute(requestOf());
+    expect(sut.errorClass).toBe('protocol');
+    expect(sut.errorMessage).toContain(`response body over ${MAX_RESPONSE_BYTES / 1024 / 1024} MiB: cut off`);
+    expect(performance.now() - started).toBeLessThan(15_000);
+    await waitFor(() => closed, { timeoutMs: 5000, description: 'the connection closed' });
   });
 
   it('classifies a response that is not HTTP as a protocol error', async () => {

@@ -27,6 +27,20 @@ export function secretEnvOf(env: Readonly<Record<string, string | undefined>>): 
   );
 }
 
+/**
+ * Every secret is sent in a header (an API key, a credential header): surrounding whitespace
+ * (a file's or a variable's trailing newline) is dropped, and a line break or NUL inside is
+ * refused. Before, such a value made every request fail (undici refuses it, and its pool then
+ * stalled: the run never ended) or, in the own HTTP/1.1 client, wrote a header of its own.
+ */
+function headerSafe(value: string, field: string): string {
+  if (/[\r\n\0]/.test(value))
+    throw new SecretResolutionError(
+      `${field}: the secret holds a line break or NUL inside; it is sent in a header`,
+    );
+  return value;
+}
+
 export async function resolveSecretRef(
   ref: SecretRef,
   sources: SecretSources,
@@ -35,18 +49,20 @@ export async function resolveSecretRef(
   if ('env' in ref) {
     if (!ref.env.startsWith(SECRET_ENV_PREFIX))
       throw new SecretResolutionError(`${field}: only ${SECRET_ENV_PREFIX}* variables can be referenced`);
-    const value = sources.env[ref.env];
+    const value = sources.env[ref.env]?.trim();
     if (value === undefined || value === '')
       throw new SecretResolutionError(`${field}: ${ref.env} is not set where the requests are sent from`);
-    return value;
+    return headerSafe(value, field);
   }
+  let value: string;
   try {
     const path = await confinedPath(ref.file, sources.secretsDir, `${field} (secret file)`);
-    return (await readFile(path, 'utf8')).trim();
+    value = (await readFile(path, 'utf8')).trim();
   } catch (error) {
     if (error instanceof FileAccessError) throw new SecretResolutionError(error.message);
     throw new SecretResolutionError(`${field}: the secret file cannot be read`);
   }
+  return headerSafe(value, field);
 }
 
 /**

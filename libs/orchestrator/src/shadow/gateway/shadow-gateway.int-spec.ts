@@ -338,6 +338,41 @@ describe('shadow gateway', () => {
     }
   });
 
+  it('never sends a request whose caller left while it waited for a connection to the primary', async () => {
+    // With every connection busy (a slow primary), a request waits in the pool; a caller that
+    // timed out and retried had the primary asked twice, a retry storm made by the gateway.
+    const seen: string[] = [];
+    let release: (() => void) | null = null;
+    const slow = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      req.resume();
+      if (req.url === '/first') release = () => res.end('first');
+      else res.end('ok');
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const sut = await gateway(null, {
+      primary: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`,
+      maxPrimaryConnections: 1,
+    });
+    try {
+      const first = fetch(`${sut.url}/first`).then((r) => r.text());
+      await waitFor(() => release !== null, { timeoutMs: 3000, description: 'the primary holding /first' });
+      const leave = new AbortController();
+      const second = fetch(`${sut.url}/second`, { signal: leave.signal }).catch((e: Error) => e.name);
+      await new Promise((r) => setTimeout(r, 100)); // /second waits for the one connection
+      leave.abort();
+      expect(await second).toBe('AbortError');
+      release!();
+      expect(await first).toBe('first');
+      expect(await fetch(`${sut.url}/third`).then((r) => r.text())).toBe('ok');
+      expect(seen).toEqual(['/first', '/third']);
+    } finally {
+      await sut.close();
+      slow.closeAllConnections();
+      await new Promise<void>((r) => slow.close(() => r()));
+    }
+  });
+
   it('copies each request of a concurrent burst once, none dropped below the cap, in batches', async () => {
     copies.length = 0;
     posts.single = posts.batches = 0;

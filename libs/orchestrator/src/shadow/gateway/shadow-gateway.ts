@@ -33,6 +33,8 @@ export interface ShadowGatewayOptions {
    * takes 100 KB copies at most).
    */
   readonly maxBufferedBodyBytes?: number;
+  /** Connections to the primary at most (requests beyond wait for one); default 256. */
+  readonly maxPrimaryConnections?: number;
 }
 
 /** The gateway's counts: its own forwarding, and its copy thread's (see `MirrorCounts`). */
@@ -140,6 +142,7 @@ async function* continued(head: Buffer[], rest: IncomingMessage): AsyncGenerator
 class ForwardToCaller implements Dispatcher.DispatchHandler {
   private abort: ((error?: Error) => void) | null = null;
   private done = false;
+  private callerLeft = false;
   /** True while `pool.dispatch` runs; an error then is undici refusing the request itself. */
   dispatching = false;
   refusal: Error | null = null;
@@ -150,12 +153,20 @@ class ForwardToCaller implements Dispatcher.DispatchHandler {
     private readonly unreachable: (error: Error) => void,
   ) {
     res.once('close', () => {
-      if (!this.done) this.abort?.(new Error('the caller left'));
+      if (this.done) return;
+      this.callerLeft = true;
+      this.abort?.(new Error('the caller left'));
     });
   }
 
+  /**
+   * Undici calls this as the request is about to be written. One that waited for a connection
+   * (all of them busy with a slow primary) and whose caller left meanwhile is not sent: a caller
+   * that timed out and retried would otherwise have the primary answer both.
+   */
   onConnect(abort: (error?: Error) => void): void {
     this.abort = abort;
+    if (this.callerLeft) abort(new Error('the caller left before the primary was asked'));
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
@@ -230,7 +241,11 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
   const primary = new URL(options.primary);
   const prefix = primary.pathname.replace(/\/+$/, '');
   const newPool = () =>
-    new Pool(primary.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+    new Pool(primary.origin, {
+      connections: options.maxPrimaryConnections ?? 256,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+    });
   let pool = newPool();
   const stats = { forwarded: 0, primaryUnreachable: 0, refused: 0 };
   // Started before listening: a copy thread that cannot start is the caller's error, not a

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import OpenAI from 'openai';
+import WebSocket, { WebSocketServer } from 'ws';
 import { RedactionRulesSchema } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { waitFor } from '@fathom/testing';
@@ -370,6 +371,59 @@ describe('shadow gateway', () => {
       await sut.close();
       slow.closeAllConnections();
       await new Promise<void>((r) => slow.close(() => r()));
+    }
+  });
+
+  it('tunnels a WebSocket upgrade (the Realtime API) to the primary, both ways, and ends it on close', async () => {
+    // The upgrade headers were stripped as hop-by-hop and the primary answered 426.
+    const upgrades: Array<{ url?: string; authorization?: string }> = [];
+    const realtime = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    realtime.on('connection', (socket, req) => {
+      upgrades.push({ url: req.url, authorization: req.headers.authorization });
+      socket.on('message', (m) => socket.send(`echo ${String(m)}`));
+    });
+    await new Promise<void>((r) => realtime.once('listening', () => r()));
+    const sut = await gateway(null, {
+      primary: `http://127.0.0.1:${(realtime.address() as AddressInfo).port}`,
+    });
+    try {
+      const client = new WebSocket(`${sut.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, {
+        headers: { authorization: 'Bearer client-key' },
+      });
+      await new Promise<void>((resolve, reject) =>
+        client.once('open', () => resolve()).once('error', reject),
+      );
+      const echoes: string[] = [];
+      client.on('message', (m) => echoes.push(String(m)));
+      client.send('one');
+      client.send(Buffer.alloc(70_000, 1)); // a frame bigger than one socket read
+      await waitFor(() => echoes.length === 2, { timeoutMs: 3000, description: 'both echoes' });
+      expect(echoes[0]).toBe('echo one');
+      expect(echoes[1]).toHaveLength(5 + 70_000);
+      expect(upgrades).toEqual([
+        { url: '/v1/realtime?model=gpt-realtime', authorization: 'Bearer client-key' },
+      ]);
+      expect(sut.stats()).toMatchObject({ forwarded: 1, primaryUnreachable: 0 });
+      // Closing the gateway ends the tunnel it holds.
+      const closed = new Promise<number>((r) => client.once('close', (code) => r(code)));
+      await sut.close();
+      expect(await closed).toBe(1006);
+    } finally {
+      await sut.close();
+      for (const c of realtime.clients) c.terminate();
+      await new Promise<void>((r) => realtime.close(() => r()));
+    }
+  });
+
+  it('answers 502 to an upgrade when the primary cannot be reached', async () => {
+    const sut = await gateway(null, { primary: 'http://127.0.0.1:9' });
+    try {
+      const client = new WebSocket(`${sut.url.replace('http', 'ws')}/v1/realtime`);
+      const error = await new Promise<Error>((r) => client.once('error', r));
+      expect(error.message).toBe('Unexpected server response: 502');
+      expect(sut.stats()).toMatchObject({ forwarded: 0, primaryUnreachable: 1 });
+    } finally {
+      await sut.close();
     }
   });
 

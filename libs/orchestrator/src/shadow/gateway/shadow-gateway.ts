@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect as connectTcp, type AddressInfo, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connect as connectTls } from 'node:tls';
 import { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { RedactionRulesSchema } from '@fathom/contracts';
@@ -320,6 +322,65 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
       res.end();
     });
   });
+  const tunnels = new Set<Duplex>();
+  server.on('upgrade', (req: IncomingMessage, caller: Duplex, head: Buffer) => {
+    const path = originForm(req.url ?? '/');
+    if (path === null) {
+      stats.refused++;
+      caller.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    tunnel(req, `${prefix}${path}`, caller, head);
+  });
+
+  /**
+   * An upgrade (a WebSocket: OpenAI's Realtime API) is a connection of its own, not a request:
+   * the caller's request line and headers go to the primary as they came (its host for the
+   * caller's `Host`), then bytes flow both ways untouched until either side closes. Nothing of
+   * it is copied. Before, the gateway stripped the upgrade headers and the primary answered 426.
+   */
+  function tunnel(req: IncomingMessage, path: string, caller: Duplex, head: Buffer): void {
+    const port = Number(primary.port) || (primary.protocol === 'https:' ? 443 : 80);
+    const host = primary.hostname.replace(/^\[|\]$/g, '');
+    const upstream: Socket =
+      primary.protocol === 'https:'
+        ? connectTls({ host, port, servername: host })
+        : connectTcp({ host, port });
+    tunnels.add(caller);
+    let open = false;
+    let answered = false;
+    const end = () => {
+      tunnels.delete(caller);
+      upstream.destroy();
+      if (!answered) caller.destroy(); // a 502 written is left to flush
+    };
+    upstream.once(primary.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      open = true;
+      stats.forwarded++;
+      let lines = `${req.method} ${path} HTTP/1.1\r\nhost: ${primary.host}\r\n`;
+      for (let i = 0; i < req.rawHeaders.length; i += 2)
+        if (req.rawHeaders[i].toLowerCase() !== 'host')
+          lines += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;
+      upstream.write(`${lines}\r\n`);
+      if (head.length > 0) upstream.write(head);
+      caller.pipe(upstream).pipe(caller);
+    });
+    upstream.once('error', (error: Error) => {
+      if (open) return end();
+      stats.primaryUnreachable++;
+      answered = true;
+      tunnels.delete(caller);
+      const body = JSON.stringify({
+        error: { message: `primary unreachable: ${error.message}`, type: 'bad_gateway' },
+      });
+      caller.end(
+        `HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    });
+    upstream.once('close', end);
+    caller.once('error', end);
+    caller.once('close', end);
+  }
   server.keepAliveTimeout = 30_000;
   try {
     await new Promise<void>((resolve, reject) => {
@@ -357,6 +418,7 @@ export async function startShadowGateway(options: ShadowGatewayOptions): Promise
     close: () =>
       (closing ??= (async () => {
         server.closeAllConnections();
+        for (const caller of tunnels) caller.destroy();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await Promise.all([pool.close(), mirror?.close()]);
       })()),

@@ -114,6 +114,8 @@ describe('fathom shadow gateway', () => {
           FATHOM_API_URL: orchestrator.url,
           FATHOM_API_TOKEN: 'env-token',
           FATHOM_SHADOW_SAMPLE_RATE: '1',
+          FATHOM_SHADOW_PRIMARY_CONNECTIONS: '4',
+          FATHOM_SHADOW_MAX_BUFFERED_BODY: '65536',
         },
       });
       child = gateway;
@@ -249,5 +251,18 @@ describe('fathom shadow gateway', () => {
     });
     expect(badDrain.code).toBe(2);
     expect(badDrain.stderr).toContain("--drain-ms wants whole milliseconds 0..600000, got '5s'");
+    const badConnections = await run(['--listen', '127.0.0.1:0', '--primary-connections', '0'], {
+      FATHOM_SHADOW_CAMPAIGN: 'c1',
+      FATHOM_SHADOW_PRIMARY: 'http://127.0.0.1:1',
+    });
+    expect(badConnections.code).toBe(2);
+    expect(badConnections.stderr).toContain("--primary-connections wants a whole number 1..65536, got '0'");
+    const badBody = await run(['--listen', '127.0.0.1:0'], {
+      FATHOM_SHADOW_CAMPAIGN: 'c1',
+      FATHOM_SHADOW_PRIMARY: 'http://127.0.0.1:1',
+      FATHOM_SHADOW_MAX_BUFFERED_BODY: '1MB',
+    });
+    expect(badBody.code).toBe(2);
+    expect(badBody.stderr).toContain("--max-buffered-body wants a whole number 1024..1073741824, got '1MB'");
   });
 });

@@ -11,6 +11,8 @@ interface GatewayOptions {
   token?: string;
   sampleRate: string;
   drainMs: string;
+  primaryConnections: string;
+  maxBufferedBody: string;
 }
 
 /**
@@ -26,6 +28,8 @@ export const SHADOW_GATEWAY_ENV = {
   token: 'FATHOM_API_TOKEN',
   sampleRate: 'FATHOM_SHADOW_SAMPLE_RATE',
   drainMs: 'FATHOM_SHADOW_DRAIN_MS',
+  primaryConnections: 'FATHOM_SHADOW_PRIMARY_CONNECTIONS',
+  maxBufferedBody: 'FATHOM_SHADOW_MAX_BUFFERED_BODY',
 } as const;
 
 /** `host:port`, `[v6]:port` or `:port`. */
@@ -41,6 +45,8 @@ const DEFAULT_LISTEN = '127.0.0.1:9090';
 const DEFAULT_API = 'http://127.0.0.1:7070';
 const DEFAULT_SAMPLE_RATE = '1';
 const DEFAULT_DRAIN_MS = '0';
+const DEFAULT_PRIMARY_CONNECTIONS = '256';
+const DEFAULT_MAX_BUFFERED_BODY = String(1024 * 1024);
 
 /** An option set to '' (a compose variable left empty) is not set. */
 const given = (value: string | undefined): string | undefined => (value?.trim() ? value : undefined);
@@ -109,6 +115,20 @@ export function registerShadowCommand(program: Command): void {
         SHADOW_GATEWAY_ENV.drainMs,
       ).default(DEFAULT_DRAIN_MS),
     )
+    .addOption(
+      fromEnv(
+        '--primary-connections <n>',
+        'connections to the primary at most; requests beyond wait for one (those whose caller left are never sent)',
+        SHADOW_GATEWAY_ENV.primaryConnections,
+      ).default(DEFAULT_PRIMARY_CONNECTIONS),
+    )
+    .addOption(
+      fromEnv(
+        '--max-buffered-body <bytes>',
+        'request bodies up to this are read whole and may be copied; bigger ones are streamed to the primary and not copied',
+        SHADOW_GATEWAY_ENV.maxBufferedBody,
+      ).default(DEFAULT_MAX_BUFFERED_BODY),
+    )
     .addHelpText(
       'after',
       `
@@ -140,6 +160,35 @@ Examples:
           2,
           `fathom shadow gateway: --drain-ms wants whole milliseconds 0..600000, got '${options.drainMs}'`,
         );
+      const wholeIn = (
+        flag: string,
+        value: string | undefined,
+        fallback: string,
+        min: number,
+        max: number,
+      ) => {
+        const n = Number(value ?? fallback);
+        if (!(Number.isInteger(n) && n >= min && n <= max))
+          throw new CliExit(
+            2,
+            `fathom shadow gateway: ${flag} wants a whole number ${min}..${max}, got '${value}'`,
+          );
+        return n;
+      };
+      const maxPrimaryConnections = wholeIn(
+        '--primary-connections',
+        given(options.primaryConnections),
+        DEFAULT_PRIMARY_CONNECTIONS,
+        1,
+        65_536,
+      );
+      const maxBufferedBodyBytes = wholeIn(
+        '--max-buffered-body',
+        given(options.maxBufferedBody),
+        DEFAULT_MAX_BUFFERED_BODY,
+        1024,
+        1024 ** 3,
+      );
       const api = (given(options.api) ?? DEFAULT_API).replace(/\/+$/, '');
       const token = given(options.token);
       const primary = given(options.primary) ?? (await campaignPrimary(api, campaign, token));
@@ -150,6 +199,8 @@ Examples:
         primary,
         mirror: { url: `${api}/v1/shadow-campaigns/${encodeURIComponent(campaign)}/mirror`, token },
         sampleRate,
+        maxPrimaryConnections,
+        maxBufferedBodyBytes,
       });
       let adminServer: ShadowGatewayAdmin | null = null;
       let drainTimer: NodeJS.Timeout | null = null;

@@ -35,15 +35,15 @@ class StallWatch {
   }
 }
 
+/** A models list is kilobytes; an answer past this is cut off (a target sending without end held the process's memory until the probe's timeout). */
+const MAX_MODELS_ANSWER_BYTES = 4 * 1024 * 1024;
+
 /**
  * Checks that a target answers at all before a shard starts, so that an unreachable target
  * fails the run at once with a reason instead of producing a run of connection errors, and
  * reads the models it serves (`GET /models`, OpenAI format). Any HTTP answer counts as
  * reachable (even 404/401: the requests themselves will tell).
  */
-/** A models list is kilobytes; an answer past this is cut off (a target sending without end held the process's memory until the probe's timeout). */
-const MAX_MODELS_ANSWER_BYTES = 4 * 1024 * 1024;
-
 export async function probeTarget(baseUrl: string, options: { timeoutMs: number }): Promise<TargetProbe> {
   const url = `${baseUrl.replace(/\/+$/, '')}/models`;
   const watch = new StallWatch();

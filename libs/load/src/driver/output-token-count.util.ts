@@ -30,7 +30,7 @@ function boundedCount(content: string, counter: TokenCount): number {
     return Math.round(
       (boundedCount(content.slice(0, COUNTED_MAX_CHARS), counter) * content.length) / COUNTED_MAX_CHARS,
     );
-  if (!LONG_RUN.test(content)) return counter(content);
+  if (content.length < PIECE_CHARS || !LONG_RUN.test(content)) return counter(content);
   let count = 0;
   for (let i = 0; i < content.length; i += PIECE_CHARS) count += counter(content.slice(i, i + PIECE_CHARS));
   return count;

@@ -115,12 +115,9 @@ describe(ShadowLiveRunner.name, () => {
   /** The deps of the runner started last; a crash mutes them. */
   let alive: { value: boolean };
 
-  /** A started runner; `source` overrides the live source (caps far above what a test offers). */
-  async function start(
-    source: Record<string, unknown> = {},
-    resumed?: ConstructorParameters<typeof ShadowLiveRunner>[3],
-  ): Promise<void> {
-    const config = ShadowCampaignInputSchema.parse({
+  /** A live campaign's config; `source` overrides the live source (caps far above what a test offers). */
+  const liveConfig = (source: Record<string, unknown> = {}) =>
+    ShadowCampaignInputSchema.parse({
       name: 'live',
       primary: { baseUrl: 'http://primary:8000/v1' },
       secondary: { baseUrl: 'http://secondary:8000/v1' },
@@ -130,6 +127,13 @@ describe(ShadowLiveRunner.name, () => {
       source: { type: 'live', maxRatePerSec: 10_000, windowMs: WINDOW_MS, ...source },
       concurrency: 256,
     });
+
+  /** A started runner; `source` overrides the live source (caps far above what a test offers). */
+  async function start(
+    source: Record<string, unknown> = {},
+    resumed?: ConstructorParameters<typeof ShadowLiveRunner>[3],
+  ): Promise<void> {
+    const config = liveConfig(source);
     const live = { value: true };
     alive = live;
     const deps: LiveRunnerDeps = {
@@ -470,17 +474,9 @@ describe(ShadowLiveRunner.name, () => {
       await nextWindow();
       const earlier = await crash();
       const publishes = statuses.length;
-      const config = ShadowCampaignInputSchema.parse({
-        name: 'live',
-        primary: { baseUrl: 'http://primary:8000/v1' },
-        secondary: { baseUrl: 'http://secondary:8000/v1' },
-        candidate: { baseUrl: 'http://candidate:8000/v1' },
-        model: 'm',
-        source: { type: 'live', windowMs: WINDOW_MS },
-      });
       const runner = new ShadowLiveRunner(
         ID,
-        config as never,
+        liveConfig() as never,
         {
           bus,
           replay: async () => null,

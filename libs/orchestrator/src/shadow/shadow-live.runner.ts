@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Bus, Subscription } from '@fathom/bus';
+import type { StoredShadowSample } from '@fathom/storage';
 import {
   Detectors,
   Topics,
@@ -19,17 +20,11 @@ import { MIN_SAMPLES_PER_GROUP, compareShadowSamples } from './shadow-diff.util'
 
 type LiveSource = Extract<ShadowCampaignInput['source'], { type: 'live' }>;
 
-/** A stored sample and its seq (shadow_samples.seq: increasing in the order stored, with gaps). */
-export interface SeqSample {
-  readonly seq: number;
-  readonly sample: ShadowSample;
-}
-
 /** What the runner needs from the service: replay one (already sampled) request, store its sample. */
 export interface LiveRunnerDeps {
   readonly bus: Bus;
   /** Redacts, replays against the three targets, stores; resolves with the stored sample (null: not stored). */
-  replay(request: ShadowRequest, signal: AbortSignal): Promise<SeqSample | null>;
+  replay(request: ShadowRequest, signal: AbortSignal): Promise<StoredShadowSample | null>;
   /** Stores the live status as the campaign's report. */
   publish(status: ShadowLiveStatus, samples: number): Promise<void>;
   /**
@@ -40,7 +35,7 @@ export interface LiveRunnerDeps {
     afterSeq: number,
     limit: number,
     pick: 'newest' | 'random',
-  ): Promise<{ total: number; samples: SeqSample[] }>;
+  ): Promise<{ total: number; samples: StoredShadowSample[] }>;
   /** Deletes all but the newest `keep` stored samples; resolves with how many went. */
   prune(keep: number): Promise<number>;
   /** Starts the linked campaign (`onRegression.campaignId`): the run started or the open run it joined; null without one. */
@@ -370,7 +365,7 @@ export class ShadowLiveRunner {
   }
 
   private async replay(request: ShadowRequest): Promise<void> {
-    let stored: SeqSample | null;
+    let stored: StoredShadowSample | null;
     try {
       stored = await this.deps.replay(request, this.abort.signal);
     } catch (error) {

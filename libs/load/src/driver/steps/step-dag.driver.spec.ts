@@ -28,14 +28,17 @@ async function jsonServer() {
   };
 }
 
-const run = (url: string, scenario: unknown) =>
+const specOf = (url: string, scenario: unknown, concurrency = 1) =>
+  CampaignSpecSchema.parse({
+    name: 'dag',
+    target: { baseUrl: url },
+    scenario,
+    load: { concurrency, durationMs: 1000 },
+  });
+
+const runSpec = (spec: ReturnType<typeof specOf>) =>
   runShard({
-    spec: CampaignSpecSchema.parse({
-      name: 'dag',
-      target: { baseUrl: url },
-      scenario,
-      load: { concurrency: 1, durationMs: 1000 },
-    }),
+    spec,
     shard: { index: 0, count: 1 },
     runId: 'r',
     campaignId: 'c',
@@ -43,6 +46,8 @@ const run = (url: string, scenario: unknown) =>
     sink: { record: () => undefined, window: () => undefined },
     signal: new AbortController().signal,
   });
+
+const run = (url: string, scenario: unknown) => runSpec(specOf(url, scenario));
 
 describe('HTTP steps with named semantic assertions', () => {
   it('reads JSONPath of the form $.a.b[0].c', () => {
@@ -143,28 +148,21 @@ describe('HTTP steps with named semantic assertions', () => {
     // run never ended. The campaign schema refuses plain values; a secret is known only here.
     const target = await jsonServer();
     try {
-      const spec = CampaignSpecSchema.parse({
-        name: 'dag',
-        target: { baseUrl: target.url },
-        scenario: {
+      const spec = specOf(
+        target.url,
+        {
           type: 'http',
-          steps: [{ name: 'report', path: '/api/report', headers: { 'x-api-key': { env: 'FATHOM_SECRET_K' } } }],
+          steps: [
+            { name: 'report', path: '/api/report', headers: { 'x-api-key': { env: 'FATHOM_SECRET_K' } } },
+          ],
         },
-        load: { concurrency: 2, durationMs: 1000 },
-      });
+        2,
+      );
       const step = (spec.scenario as { steps: Array<{ headers: Record<string, unknown> }> }).steps[0];
       step.headers['x-api-key'] = 'abc\ndef'; // as the load-generator's resolver hands it over
-      await expect(
-        runShard({
-          spec,
-          shard: { index: 0, count: 1 },
-          runId: 'r',
-          campaignId: 'c',
-          generatorId: 'g',
-          sink: { record: () => undefined, window: () => undefined },
-          signal: new AbortController().signal,
-        }),
-      ).rejects.toThrow('step report: header x-api-key: the value holds a line break or NUL');
+      await expect(runSpec(spec)).rejects.toThrow(
+        'step report: header x-api-key: the value holds a line break or NUL',
+      );
       expect(target.log).toEqual([]);
     } finally {
       await target.close();

@@ -78,6 +78,11 @@ export interface RunShardOptions {
   tap?: (requestId: string, outcome: DriverOutcome, sentMono: number) => void;
   /** Sentence embeddings of the adversarial-entropy KL bound (default: USE lite, loaded on use). */
   embedder?: Embedder;
+  /**
+   * A request its driver has not ended this long after its cancellation (timeout or abort) is
+   * ended by the engine (default 2000 ms), so a driver that ignores its cancel cannot hang a run.
+   */
+  settleGraceMs?: number;
 }
 
 export type { AdaptiveTrace } from './adaptive.executor';
@@ -107,6 +112,12 @@ export interface ShardResult extends Omit<ShardCounts, 'recordsPublished' | 'win
   /** `perturbation: adversarial-entropy`: the prompts probed before the load, and their variants. */
   adversarial?: AdversarialProbe[];
 }
+
+const SETTLE_GRACE_MS = 2_000;
+/** The settle guard looks again at most this often (it walks the in-flight requests). */
+const SETTLE_CHECK_MIN_MS = 250;
+/** `driver.close()` is not awaited longer than this at the end of the shard. */
+const DRIVER_CLOSE_MS = 5_000;
 
 const CLOSED_DEFAULT: LoadProfile = { type: 'closed', seed: 1, thinkTimeMs: 0, thinkTimeJitterMs: 0 };
 
@@ -141,6 +152,9 @@ class ShardRun implements AdaptiveExecutorContext {
    */
   private readonly cancels = new Set<TimedCancel>();
   private timeoutTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Ends requests whose driver ignored their cancellation (see `settleGraceMs`). */
+  private settleTimer: ReturnType<typeof setTimeout> | null = null;
+  private readonly settleGraceMs: number;
   private readonly shardHex: string;
   /** Which finished requests become records; adapts to `health` once a window. */
   private readonly records: RecordBudget;
@@ -181,6 +195,7 @@ class ShardRun implements AdaptiveExecutorContext {
     this.profile = options.spec.load.profile ?? CLOSED_DEFAULT;
     this.shard = options.shard;
     this.windowMs = options.windowMs ?? 1000;
+    this.settleGraceMs = options.settleGraceMs ?? SETTLE_GRACE_MS;
     this.recorder = new PhasedRecorder(this.shard.index, this.windowMs, {
       index: 0,
       kind: 'run',
@@ -329,11 +344,13 @@ class ShardRun implements AdaptiveExecutorContext {
       clearInterval(ticker);
       if (this.timeoutTimer !== null) clearTimeout(this.timeoutTimer);
       this.timeoutTimer = null;
+      if (this.settleTimer !== null) clearTimeout(this.settleTimer);
+      this.settleTimer = null;
       signal.removeEventListener('abort', onAbort);
       this.emitWindow(windowStartMono, Math.max(1, Math.round(performance.now() - windowStartMono)));
       this.health.close();
       this.encoder.drain();
-      await this.driver.close().catch(() => undefined);
+      await closeWithin(this.driver, DRIVER_CLOSE_MS);
     }
     return this.counts;
   }
@@ -510,7 +527,48 @@ class ShardRun implements AdaptiveExecutorContext {
     this.stopped = true;
     this.sleeper.wakeAll();
     this.slotWaiter?.();
-    if (aborted) for (const cancel of this.cancels) cancel.abort(new RunAborted());
+    if (aborted) {
+      for (const cancel of this.cancels) cancel.abort(new RunAborted());
+      this.armSettleGuard();
+    }
+  }
+
+  /** Arms the settle guard for the earliest cancelled request its driver has not ended yet. */
+  private armSettleGuard(): void {
+    if (this.settleTimer !== null) return;
+    let first = Infinity;
+    for (const cancel of this.cancels)
+      if (cancel.aborted && !cancel.forced && cancel.abortedMono < first) first = cancel.abortedMono;
+    if (first === Infinity) return;
+    const wait = Math.max(SETTLE_CHECK_MIN_MS, Math.ceil(first + this.settleGraceMs - performance.now()));
+    this.settleTimer = setTimeout(() => this.endOverdue(), wait);
+  }
+
+  /**
+   * Ends every request cancelled more than `settleGraceMs` ago whose driver has not ended it
+   * (a driver bug: drivers end a request at once when cancelled), with the cancellation's class.
+   */
+  private endOverdue(): void {
+    this.settleTimer = null;
+    const now = performance.now();
+    for (const cancel of this.cancels) {
+      if (!cancel.aborted || cancel.forced || cancel.abortedMono + this.settleGraceMs > now) continue;
+      const reason = cancel.reason!;
+      cancel.end({
+        status: 0,
+        e2eMs: now - cancel.startMono,
+        ttftMs: null,
+        chunkOffsetsMs: [],
+        errorClass: reason instanceof RunAborted ? 'aborted' : 'timeout',
+        errorMessage: `${reason.message}; the driver had not ended the request ${this.settleGraceMs} ms later, so the engine did`,
+        inputTokensClient: cancel.inputTokensClient,
+        outputTokensClient: 0,
+        usage: null,
+        content: '',
+        finishReason: null,
+      });
+    }
+    this.armSettleGuard();
   }
 
   /** Arms the one timeout timer for the oldest in-flight request that has not expired yet. */
@@ -536,6 +594,7 @@ class ShardRun implements AdaptiveExecutorContext {
       cancel.abort(new RequestTimeout(timeoutMs));
     }
     this.armTimeout();
+    this.armSettleGuard();
   }
 
   private drained(): Promise<void> {
@@ -556,7 +615,11 @@ class ShardRun implements AdaptiveExecutorContext {
     // Counted in the phase it started in (by its intended time), whenever it ends.
     const slot = this.slotAt(Math.min(intendedMono, startMono), true);
     slot.inFlight++;
-    const cancel = new TimedCancel(startMono + this.spec.load.requestTimeoutMs);
+    const cancel = new TimedCancel(
+      startMono,
+      startMono + this.spec.load.requestTimeoutMs,
+      item.inputTokensClient,
+    );
     this.cancels.add(cancel);
     this.armTimeout();
     this.inFlight++;
@@ -565,18 +628,20 @@ class ShardRun implements AdaptiveExecutorContext {
     const traceId = traceIds.next();
     let outcome: DriverOutcome;
     try {
-      outcome = await this.driver.execute({
-        requestId,
-        headers: {
-          traceparent: `00-${traceId}-${spanId}-01`,
-          'x-fathom-run': this.options.runId,
-          'x-fathom-request': requestId,
-        },
-        cancel,
-        startMono,
-        item,
-        gate: this.gate,
-      });
+      outcome = await cancel.settledBy(
+        this.driver.execute({
+          requestId,
+          headers: {
+            traceparent: `00-${traceId}-${spanId}-01`,
+            'x-fathom-run': this.options.runId,
+            'x-fathom-request': requestId,
+          },
+          cancel,
+          startMono,
+          item,
+          gate: this.gate,
+        }),
+      );
     } catch (error) {
       // Drivers classify their own failures; this is the last line so a bug never crashes a run.
       outcome = {
@@ -610,11 +675,53 @@ class ShardRun implements AdaptiveExecutorContext {
   }
 }
 
-/** A request's cancellation with its deadline (performance.now() ms) for the shared timeout timer. */
+/**
+ * A request's cancellation with its deadline (performance.now() ms) for the shared timeout timer,
+ * and the engine's way to end the request when its driver does not (see `settleGraceMs`).
+ */
 class TimedCancel extends RequestCancel {
-  constructor(readonly deadlineMono: number) {
+  /** performance.now() of the cancellation; 0 until cancelled. */
+  abortedMono = 0;
+  /** True once the engine ended the request itself. */
+  forced = false;
+  private resolve: ((outcome: DriverOutcome) => void) | null = null;
+
+  constructor(
+    readonly startMono: number,
+    readonly deadlineMono: number,
+    readonly inputTokensClient: number,
+  ) {
     super();
   }
+
+  override abort(reason: RequestTimeout | RunAborted): void {
+    if (this.aborted) return;
+    this.abortedMono = performance.now();
+    super.abort(reason);
+  }
+
+  /** The driver's outcome, or the engine's if `end` comes first. */
+  settledBy(execution: Promise<DriverOutcome>): Promise<DriverOutcome> {
+    return new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      execution.then(resolve, reject);
+    });
+  }
+
+  end(outcome: DriverOutcome): void {
+    this.forced = true;
+    this.resolve?.(outcome);
+  }
+}
+
+/** Closes a driver, waiting at most `ms` for it (a driver that never closes cannot hold the shard). */
+async function closeWithin(driver: RequestDriver, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    driver.close().catch(() => undefined),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
+  clearTimeout(timer);
 }
 
 /** 128-bit random trace ids, hex, drawn from a refilled 4 KiB pool (one syscall per 256 ids). */

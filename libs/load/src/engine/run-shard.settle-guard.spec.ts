@@ -1,0 +1,108 @@
+import { CampaignSpecSchema, type CampaignSpecInput, type RequestRecord } from '@fathom/contracts';
+import type { DriverOutcome, DriverRequest, RequestDriver } from '../driver/request-outcome';
+import { mergeWindows, type WindowSnapshot } from '../measure/window.snapshot';
+import { runShard } from './run-shard';
+
+/** A driver with a bug: every other request ignores its cancellation and never ends. */
+class HalfHangingDriver implements RequestDriver {
+  calls = 0;
+  closed = false;
+  constructor(private readonly closeHangs: boolean) {}
+  execute(request: DriverRequest): Promise<DriverOutcome> {
+    this.calls++;
+    if (this.calls % 2 === 1) return new Promise(() => undefined);
+    return new Promise((resolve) =>
+      setTimeout(
+        () =>
+          resolve({
+            status: 200,
+            e2eMs: performance.now() - request.startMono,
+            ttftMs: null,
+            chunkOffsetsMs: [],
+            errorClass: null,
+            inputTokensClient: request.item.inputTokensClient,
+            outputTokensClient: 1,
+            usage: null,
+            content: 'ok',
+            finishReason: 'stop',
+          }),
+        5,
+      ),
+    );
+  }
+  close(): Promise<void> {
+    this.closed = true;
+    return this.closeHangs ? new Promise(() => undefined) : Promise.resolve();
+  }
+}
+
+let driver: HalfHangingDriver;
+jest.mock('./driver.factory', () => ({
+  ...jest.requireActual('./driver.factory'),
+  createDriver: async () => driver,
+}));
+
+function spec(load: Partial<CampaignSpecInput['load']>) {
+  return CampaignSpecSchema.parse({
+    name: 'settle guard',
+    target: { baseUrl: 'http://127.0.0.1:9' },
+    scenario: { type: 'chat', prompts: ['Say hello'], maxTokens: 8 },
+    load: { concurrency: 2, durationMs: 400, requestTimeoutMs: 100, ...load },
+  });
+}
+
+describe('runShard with a driver that never ends some requests', () => {
+  it('ends them itself as timeouts a grace after their deadline, and the shard ends', async () => {
+    driver = new HalfHangingDriver(true);
+    const windows: WindowSnapshot[] = [];
+    const records: RequestRecord[] = [];
+    const started = performance.now();
+    const result = await runShard({
+      spec: spec({}),
+      shard: { index: 0, count: 1 },
+      runId: 'run-g',
+      campaignId: 'camp-g',
+      generatorId: 'gen-g',
+      sink: { record: (r) => records.push(r), window: (w) => windows.push(w) },
+      signal: new AbortController().signal,
+      settleGraceMs: 300,
+    });
+    const tookMs = performance.now() - started;
+    expect(driver.closed).toBe(true);
+    expect(result.sent).toBe(driver.calls);
+    expect(result.completed + result.errors).toBe(result.sent);
+    const merged = mergeWindows(windows);
+    expect(merged.requests).toBe(result.sent);
+    const hung = Math.ceil(driver.calls / 2);
+    expect(result.errors).toBe(hung);
+    expect(merged.errorClasses).toEqual({ timeout: hung });
+    const forced = records.filter((r) => r.errorClass === 'timeout');
+    expect(forced.length).toBeGreaterThan(0);
+    expect(forced[0].errorMessage).toMatch(
+      /no complete response within 100 ms; the driver had not ended the request 300 ms later/,
+    );
+    // Duration, then the last hung request's deadline and grace; the driver's close is not awaited forever.
+    expect(tookMs).toBeLessThan(400 + 100 + 300 + 250 + 5_000 + 1_000);
+  }, 15_000);
+
+  it('ends them as aborted a grace after the run is aborted', async () => {
+    driver = new HalfHangingDriver(false);
+    const controller = new AbortController();
+    const started = performance.now();
+    setTimeout(() => controller.abort(), 50);
+    const result = await runShard({
+      spec: spec({ durationMs: 10_000, requestTimeoutMs: 60_000 }),
+      shard: { index: 0, count: 1 },
+      runId: 'run-a',
+      campaignId: 'camp-a',
+      generatorId: 'gen-a',
+      sink: { record: () => undefined, window: () => undefined },
+      signal: controller.signal,
+      settleGraceMs: 200,
+    });
+    expect(result.endReason).toBe('aborted');
+    expect(result.completed + result.errors).toBe(result.sent);
+    expect(result.errors).toBe(Math.ceil(driver.calls / 2));
+    expect(performance.now() - started).toBeLessThan(50 + 200 + 250 + 1_000);
+  }, 15_000);
+});

@@ -260,8 +260,10 @@ class ShardRun implements AdaptiveExecutorContext {
       this.source,
     );
     // Set-up outside every request's timing (e.g. a vector collection); a failure fails the shard.
+    // An abort meanwhile is not held up by it (a hanging target answers each call only at its
+    // timeout): the shard ends as aborted, nothing sent.
     try {
-      await this.driver.prepare?.();
+      await unlessAborted(this.driver.prepare?.(), signal);
     } catch (error) {
       // What the driver opened before it failed (pools, channels) goes with it.
       await this.driver.close().catch(() => undefined);
@@ -712,6 +714,31 @@ class TimedCancel extends RequestCancel {
     this.forced = true;
     this.resolve?.(outcome);
   }
+}
+
+/** Resolves when `work` does or when `signal` aborts, whichever comes first; rejects as `work` does. */
+function unlessAborted(work: Promise<void> | undefined, signal: AbortSignal): Promise<void> {
+  if (work === undefined || signal.aborted) {
+    work?.catch(() => undefined);
+    return Promise.resolve();
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => undefined); // abandoned: its failure no longer matters
+      resolve();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** Closes a driver, waiting at most `ms` for it (a driver that never closes cannot hold the shard). */

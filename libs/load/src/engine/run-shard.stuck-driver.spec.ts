@@ -36,6 +36,13 @@ class HalfHangingDriver implements RequestDriver {
   }
 }
 
+/** A driver whose set-up never ends (a target that accepts and never answers, a long client timeout). */
+class StuckPreparingDriver extends HalfHangingDriver {
+  prepare(): Promise<void> {
+    return new Promise(() => undefined);
+  }
+}
+
 let driver: HalfHangingDriver;
 jest.mock('./driver.factory', () => ({
   ...jest.requireActual('./driver.factory'),
@@ -51,7 +58,7 @@ function spec(load: Partial<CampaignSpecInput['load']>) {
   });
 }
 
-describe('runShard with a driver that never ends some requests', () => {
+describe('runShard with a driver that never ends a request or its set-up', () => {
   it('ends them itself as timeouts a grace after their deadline, and the shard ends', async () => {
     driver = new HalfHangingDriver(true);
     const windows: WindowSnapshot[] = [];
@@ -104,5 +111,26 @@ describe('runShard with a driver that never ends some requests', () => {
     expect(result.completed + result.errors).toBe(result.sent);
     expect(result.errors).toBe(Math.ceil(driver.calls / 2));
     expect(performance.now() - started).toBeLessThan(50 + 200 + 250 + 1_000);
+  }, 15_000);
+
+  it('is not held up by a set-up that never ends when the run is aborted: nothing is sent', async () => {
+    driver = new StuckPreparingDriver(false);
+    const controller = new AbortController();
+    const started = performance.now();
+    setTimeout(() => controller.abort(), 100);
+    const result = await runShard({
+      spec: spec({ durationMs: 10_000, requestTimeoutMs: 60_000 }),
+      shard: { index: 0, count: 1 },
+      runId: 'run-p',
+      campaignId: 'camp-p',
+      generatorId: 'gen-p',
+      sink: { record: () => undefined, window: () => undefined },
+      signal: controller.signal,
+    });
+    expect(result.endReason).toBe('aborted');
+    expect(result.sent).toBe(0);
+    expect(driver.calls).toBe(0);
+    expect(driver.closed).toBe(true);
+    expect(performance.now() - started).toBeLessThan(1_100);
   }, 15_000);
 });

@@ -17,7 +17,12 @@ const MAX_LOGPROBS_ANSWER_BYTES = 16 * 1024 * 1024;
 export function chatLogprobsClient(
   target: HttpTarget,
   scenario: ChatScenario,
-  options: { topLogprobs: number; timeoutMs: number },
+  options: {
+    topLogprobs: number;
+    timeoutMs: number;
+    /** Ends a call in flight at once (the run's abort), besides its timeout. */
+    signal?: AbortSignal;
+  },
 ): (prompt: string) => Promise<TokenLogprob[]> {
   const { origin, path } = targetPath(target.baseUrl, '/chat/completions');
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
@@ -41,7 +46,9 @@ export function chatLogprobsClient(
       body,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal: options.signal
+        ? AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)])
+        : AbortSignal.timeout(options.timeoutMs),
     });
     const text = await readBodyWithin(response.body, MAX_LOGPROBS_ANSWER_BYTES);
     if (response.statusCode !== 200)

@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { CampaignSpecSchema, type CampaignSpecInput, type RequestRecord } from '@fathom/contracts';
 import type { DriverOutcome, DriverRequest, RequestDriver } from '../driver/request-outcome';
 import { mergeWindows, type WindowSnapshot } from '../measure/window.snapshot';
@@ -132,5 +133,52 @@ describe('runShard with a driver that never ends a request or its set-up', () =>
     expect(driver.calls).toBe(0);
     expect(driver.closed).toBe(true);
     expect(performance.now() - started).toBeLessThan(1_100);
+  }, 15_000);
+});
+
+describe('runShard aborted while it probes prompts for adversarial variants', () => {
+  it('ends the probe in flight at once instead of at its request timeout', async () => {
+    // A target that accepts the probe and never answers.
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    driver = new HalfHangingDriver(false);
+    const controller = new AbortController();
+    const started = performance.now();
+    setTimeout(() => controller.abort(), 150);
+    try {
+      const result = await runShard({
+        spec: CampaignSpecSchema.parse({
+          name: 'probe abort',
+          target: { baseUrl: `http://127.0.0.1:${port}/v1` },
+          scenario: {
+            type: 'chat',
+            prompts: ['Say hello', 'Count to three'],
+            maxTokens: 8,
+            perturbation: { kind: 'adversarial-entropy' },
+          },
+          load: { concurrency: 2, durationMs: 10_000, requestTimeoutMs: 60_000 },
+        }),
+        shard: { index: 0, count: 1 },
+        runId: 'run-e',
+        campaignId: 'camp-e',
+        generatorId: 'gen-e',
+        sink: { record: () => undefined, window: () => undefined },
+        signal: controller.signal,
+        embedder: {
+          name: 'none',
+          dimensions: 1,
+          embed: async (texts) => texts.map(() => new Float32Array(1)),
+        },
+      });
+      expect(result.endReason).toBe('aborted');
+      expect(result.sent).toBe(0);
+      expect(result.adversarial?.[0].reason).toMatch(/probe request failed/);
+      expect(performance.now() - started).toBeLessThan(1_500);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    }
   }, 15_000);
 });

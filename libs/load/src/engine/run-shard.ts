@@ -366,12 +366,12 @@ class ShardRun implements AdaptiveExecutorContext {
     scenario: Extract<CampaignSpec['scenario'], { type: 'chat' }>,
     config: Extract<NonNullable<typeof scenario.perturbation>, { kind: 'adversarial-entropy' }>,
   ): Promise<PromptSource> {
+    const signal = this.options.signal;
     const send = chatLogprobsClient(
       { baseUrl: this.spec.target.baseUrl, apiKey: secretText(this.spec.target.apiKey) },
       scenario,
-      { topLogprobs: config.topLogprobs, timeoutMs: this.spec.load.requestTimeoutMs },
+      { topLogprobs: config.topLogprobs, timeoutMs: this.spec.load.requestTimeoutMs, signal },
     );
-    const signal = this.options.signal;
     const { probes, sendable } = await probeAdversarialEntropy(
       source.items.map((item) => item.messages.at(-1)?.content ?? ''),
       config,

@@ -173,6 +173,43 @@ describe(formatRunSummary.name, () => {
   });
 });
 
+describe('the goodput line', () => {
+  const goodput = (judged: number) => ({
+    judged,
+    good: judged - 1,
+    semanticallyGood: judged - 2,
+    goodputPerSec: 10,
+    semanticGoodputPerSec: 9,
+  });
+  const line = (requests: number, judged: number) =>
+    formatRunSummary({
+      id: 'r',
+      campaignId: 'c',
+      status: 'completed',
+      reason: null,
+      summary: {
+        ...summary,
+        requests,
+        sweep: undefined,
+        semantic: { ...summary.semantic, goodput: goodput(judged) },
+      },
+    })
+      .split('\n')
+      .find((l) => l.startsWith('  goodput'));
+
+  it('says the shares come from sampled responses and are scaled to every request when not all were judged', () => {
+    expect(line(8430, 199)).toBe(
+      '  goodput 10.0 req/s (198/199 sampled responses within SLO), semantic goodput 9.0 req/s (197/199 also passed every semantic check; both rates scale these shares to all 8430 requests)',
+    );
+  });
+
+  it('keeps the plain counts when every request was judged', () => {
+    expect(line(100, 100)).toBe(
+      '  goodput 10.0 req/s (99/100 within SLO), semantic goodput 9.0 req/s (98/100 also passed every semantic check)',
+    );
+  });
+});
+
 describe(assertionCoverageLine.name, () => {
   it('prints one line of coverage naming failed and never-run assertions', () => {
     const a = (name: string, state: 'passed' | 'failed' | 'never-ran', passes: number, failures: number) => ({

@@ -108,8 +108,11 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
   lines.push(streamLine(s));
   const g = s.semantic.goodput;
   if (g && g.judged) {
+    // Judged on the sampled records: the rates scale their shares to every request, and say so.
+    const of = g.judged < s.requests ? ` sampled responses` : '';
+    const scaled = of ? `; both rates scale these shares to all ${s.requests} requests` : '';
     lines.push(
-      `  goodput ${g.goodputPerSec.toFixed(1)} req/s (${g.good}/${g.judged} within SLO), semantic goodput ${g.semanticGoodputPerSec.toFixed(1)} req/s (${g.semanticallyGood}/${g.judged} also passed every semantic check)`,
+      `  goodput ${g.goodputPerSec.toFixed(1)} req/s (${g.good}/${g.judged}${of} within SLO), semantic goodput ${g.semanticGoodputPerSec.toFixed(1)} req/s (${g.semanticallyGood}/${g.judged} also passed every semantic check${scaled})`,
     );
   }
   if (s.assertions) lines.push(`  assertions: ${assertionCoverageLine(s.assertions)}`);

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import type { CampaignSpec } from '@fathom/contracts';
 import { CampaignSpecSchema } from '@fathom/contracts';
 import { probeTarget, withResolvedModel } from './target-probe';
@@ -123,6 +123,20 @@ describe(probeTarget.name, () => {
     expect(sut.reachable === false && sut.reason).toMatch(
       /^target unreachable: http:\/\/127\.0\.0\.1:9\/v1\/models: ECONNREFUSED/,
     );
+  });
+
+  it('says how long it waited for a target that accepts and never answers (no stray error code)', async () => {
+    const silent = createNetServer((socket) => socket.resume());
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      const sut = await probeTarget(`http://127.0.0.1:${port}/v1`, { timeoutMs: 300 });
+      expect(sut.reachable === false && sut.reason).toBe(
+        `target unreachable: http://127.0.0.1:${port}/v1/models: no answer within 300 ms`,
+      );
+    } finally {
+      silent.close();
+    }
   });
 });
 

@@ -74,8 +74,10 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
     };
   } catch (error) {
     stalledMs = watch.stop();
-    const e = error as Error & { code?: string; cause?: { code?: string } };
-    const code = e.code ?? e.cause?.code;
+    const e = error as Error & { code?: unknown; cause?: { code?: unknown } };
+    // System and undici codes are strings (ECONNREFUSED, UND_ERR_...); a DOMException's is a number.
+    const raw = e.code ?? e.cause?.code;
+    const code = typeof raw === 'string' ? raw : undefined;
     // A timer that fired late because this process stalled is not the target's slowness: its
     // answer may be sitting unread in the socket. A refusal, though, is the target's own.
     if (
@@ -89,7 +91,11 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
         reason: `the load-generator itself stalled ${stalledMs} ms while probing ${url}: the target was not judged`,
       };
     }
-    return { reachable: false, reason: `target unreachable: ${url}: ${code ? `${code} ` : ''}${e.message}` };
+    const what =
+      e.name === 'TimeoutError'
+        ? `no answer within ${options.timeoutMs} ms`
+        : `${code ? `${code} ` : ''}${e.message}`;
+    return { reachable: false, reason: `target unreachable: ${url}: ${what}` };
   } finally {
     if (stalledMs === 0) watch.stop();
   }

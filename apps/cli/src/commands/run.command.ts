@@ -237,7 +237,8 @@ async function runRemote(input: unknown, options: RunOptions, report: ReportWrit
 }
 
 function reasonOf(error: unknown): string {
-  const e = error as Error & { code?: string; cause?: { code?: string } };
-  const code = e.code ?? e.cause?.code;
+  const e = error as Error & { code?: unknown; cause?: { code?: unknown } };
+  // System and undici codes are strings; a DOMException's (a timeout's) is a number, not for users.
+  const code = [e.code, e.cause?.code].find((c): c is string => typeof c === 'string');
   return `${code ? `${code} ` : ''}${e.message ?? String(error)}`;
 }

@@ -151,7 +151,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       finalEvaluation: (runId) => this.finalEvaluation(runId),
       forget: (runId) => this.forget(runId),
       liveRunIds: () => [...this.states.keys()],
-      reported: (runId, validity) => this.metrics.reported(runId, validity),
+      reported: (runId, validity, tier) => this.metrics.reported(runId, validity, tier),
     };
     this.finalizer = new RunReportFinalizer(
       bus,
@@ -426,7 +426,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
       { breakerTripsPerMinute: state.breakers.tripsPerMinute(now) },
       state.tierPolicy,
     );
-    const change = state.tiers.observe(tierEvaluation);
+    const change = tierEvaluation && state.tiers.observe(tierEvaluation);
     if (change) {
       const event: SloTierChange = {
         ...envelope(state.campaignId, runId),

@@ -48,8 +48,8 @@ export interface LiveRuns {
   forget(runId: string): void;
   /** Runs that have live state. */
   liveRunIds(): string[];
-  /** The run was reported with this validity (its live metrics show it). */
-  reported(runId: string, validity: MeasurementValidity): void;
+  /** The run was reported with this validity and whole-run tier (its live metrics show them). */
+  reported(runId: string, validity: MeasurementValidity, tier: string | null): void;
 }
 
 export interface FinalizerOptions {
@@ -213,7 +213,7 @@ export class RunReportFinalizer {
       stallMs: this.options.stallMs,
     });
     const saved = await this.reports.save(runId, document as unknown as JsonValue);
-    this.live.reported(runId, validity);
+    this.live.reported(runId, validity, summary.tier);
     await this.bus.publish(Topics.runReport, {
       ...envelope(campaignId, runId),
       summary,

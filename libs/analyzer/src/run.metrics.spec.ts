@@ -89,11 +89,17 @@ describe(RunMetrics.name, () => {
       reason: 'x',
     });
     sut.breakerChanged(breaker('open'));
-    sut.reported('r1', { valid: false, reasons: [] });
-
-    const text = await registry.metrics();
+    let text = await registry.metrics();
     expect(text).toContain('fathom_run_tier{run_id="r1",tier="SLO-0"} 0');
     expect(text).toContain('fathom_run_tier{run_id="r1",tier="SLO-1"} 1');
+    // Ended: the gauge shows the report's whole-run tier, and the live ones at 0.
+    sut.reported('r1', { valid: false, reasons: [] }, 'SLO-breach');
+    text = await registry.metrics();
+    expect(text).toContain('fathom_run_tier{run_id="r1",tier="SLO-1"} 0');
+    expect(text).toContain('fathom_run_tier{run_id="r1",tier="SLO-breach"} 1');
+    // A run too short for a live tier gets its whole-run one at the end.
+    sut.reported('r2', { valid: true, reasons: [] }, 'SLO-0');
+    expect(await registry.metrics()).toContain('fathom_run_tier{run_id="r2",tier="SLO-0"} 1');
     expect(text).toContain(
       'fathom_breaker_state{run_id="r1",target="http://t/v1",layer="llm",node="t:80"} 2',
     );

@@ -167,8 +167,16 @@ export class RunMetrics {
     this.set(this.breaker, { run_id: change.runId, target, layer, node }, BREAKER_STATE_VALUE[change.to]);
   }
 
-  reported(runId: string, validity: MeasurementValidity): void {
+  /**
+   * The run was reported: its validity, and its tier becomes the report's whole-run tier (null:
+   * none, e.g. no request to judge), so the gauge agrees with the summary once the run ended,
+   * also for a run too short for a live tier.
+   */
+  reported(runId: string, validity: MeasurementValidity, tier: string | null): void {
     this.set(this.valid, { run_id: runId }, validity.valid ? 1 : 0);
+    for (const { metric, labels } of this.runs.get(runId) ?? [])
+      if (metric === this.tier && labels.tier !== tier) this.tier.set(labels, 0);
+    if (tier !== null) this.set(this.tier, { run_id: runId, tier }, 1);
   }
 
   private inc(metric: Counter<string>, labels: Record<string, string>, n: number): void {

@@ -67,13 +67,13 @@ describe('custom tiers (campaign slo.tiers)', () => {
   });
 
   it('puts a run with P99 0.5 ms and no errors in gold', () => {
-    const sut = evaluateTiers(timelineOf(0.5), NOW, ctx, policy);
+    const sut = evaluateTiers(timelineOf(0.5), NOW, ctx, policy)!;
     expect(sut.candidate).toBe('gold');
     expect(sut.miss).toBeNull();
   });
 
   it('puts a run with P99 5 ms in bronze, naming the gold objective missed and its figures', () => {
-    const sut = evaluateTiers(timelineOf(5), NOW, ctx, policy);
+    const sut = evaluateTiers(timelineOf(5), NOW, ctx, policy)!;
     expect(sut.candidate).toBe('bronze');
     expect(sut.miss).toMatchObject({ objective: 'correctedE2e p99', threshold: 1, ok: false });
     expect(sut.miss!.value).toBeCloseTo(5, 1);
@@ -81,7 +81,7 @@ describe('custom tiers (campaign slo.tiers)', () => {
   });
 
   it('puts a fast run with 5 % errors in bronze on availability', () => {
-    const sut = evaluateTiers(timelineOf(0.5, 5), NOW, ctx, policy);
+    const sut = evaluateTiers(timelineOf(0.5, 5), NOW, ctx, policy)!;
     expect(sut.candidate).toBe('bronze');
     expect(sut.miss).toMatchObject({ objective: 'availability', value: 0.95, threshold: 0.999 });
   });
@@ -91,13 +91,24 @@ describe('custom tiers (campaign slo.tiers)', () => {
       candidate: BREACH_TIER,
       miss: { objective: 'correctedE2e p99', threshold: 50 },
     });
-    expect(evaluateTiers(timelineOf(100), NOW, ctx).candidate).toBe('SLO-0');
+    expect(evaluateTiers(timelineOf(100), NOW, ctx)!.candidate).toBe('SLO-0');
+  });
+
+  it('judges nothing before a request ended after the warm-up, not even an open breaker', () => {
+    const timeline = timelineOf(0.5, 100);
+    const warmupEnd = timeline.startMs! + DEFAULT_TIER_POLICY.warmupMs;
+    expect(evaluateTiers(timeline, warmupEnd - 1, { breakerTripsPerMinute: 5 })).toBeNull();
+    expect(evaluateTiers(timeline, warmupEnd, { breakerTripsPerMinute: 5 })).toBeNull();
+    expect(evaluateTiers(timeline, warmupEnd + 5_000, { breakerTripsPerMinute: 5 })).toMatchObject({
+      candidate: BREACH_TIER,
+      miss: { objective: 'availability', value: 0 },
+    });
   });
 
   it('ranks the custom tiers for hysteresis: bronze is worse than gold', () => {
     const sut = new TierHysteresis(policy);
-    const gold = evaluateTiers(timelineOf(0.5), NOW, ctx, policy);
-    const bronze = evaluateTiers(timelineOf(5), NOW, ctx, policy);
+    const gold = evaluateTiers(timelineOf(0.5), NOW, ctx, policy)!;
+    const bronze = evaluateTiers(timelineOf(5), NOW, ctx, policy)!;
     expect(sut.observe(gold)).toMatchObject({ from: null, to: 'gold' });
     expect(sut.observe(bronze)).toBeNull();
     expect(sut.observe(bronze)).toMatchObject({

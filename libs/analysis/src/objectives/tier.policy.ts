@@ -73,19 +73,27 @@ export interface TierChangeDecision {
   readonly figures: Record<string, number>;
 }
 
-/** Judges every tier's objectives over each window pair at `nowMs`. */
+/**
+ * Judges every tier's objectives over each window pair at `nowMs`; null during the warm-up and
+ * until a request has ended after it, when there is nothing to judge: every objective would hold
+ * for want of data (or, with a breaker already open, SLO-1 would be named while every request
+ * failed), a tier no evidence supports.
+ */
 export function evaluateTiers(
   timeline: RunTimeline,
   nowMs: number,
   ctx: ObjectiveContext,
   config: TierPolicyConfig = DEFAULT_TIER_POLICY,
-): TierEvaluation {
+): TierEvaluation | null {
   const judgedFrom = (timeline.startMs ?? nowMs) + config.warmupMs;
+  if (nowMs < judgedFrom) return null;
   const spans = config.windows.map((w) => ({
     w,
     short: timeline.span(Math.max(judgedFrom, nowMs - w.shortMs), nowMs),
     long: timeline.span(Math.max(judgedFrom, nowMs - w.longMs), nowMs),
   }));
+  // No request ended since the warm-up: nothing to judge (a tier stays as it was).
+  if (spans.every((s) => !s.long.requests)) return null;
   const results: Record<string, ObjectiveResult[]> = {};
   let miss: ObjectiveResult | null = null;
   for (const tier of config.tiers) {

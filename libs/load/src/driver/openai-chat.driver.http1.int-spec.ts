@@ -268,6 +268,25 @@ describe('OpenAiChatDriver over the own HTTP/1.1 client', () => {
     expect(sockets[0].destroyed).toBe(true);
   });
 
+  it('classifies a streamed 200 that holds no event at all (an HTML page) as malformed-sse; an empty one as truncated', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<html><body>Please log in</body></html>');
+    };
+    const html = await chat().execute(requestOf());
+    expect(html.errorClass).toBe('malformed-sse');
+    expect(html.errorMessage).toBe(
+      'HTTP 200 answer of 39 bytes held no server-sent event: not an event stream',
+    );
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end();
+    };
+    const empty = await chat().execute(requestOf());
+    expect(empty.errorClass).toBe('stream-truncated');
+    expect(empty.errorMessage).toBe('stream ended without [DONE] or finish_reason (empty)');
+  });
+
   it('classifies a non-streamed body that is not JSON as malformed-json, not malformed-sse', async () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });

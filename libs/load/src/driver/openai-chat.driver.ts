@@ -527,6 +527,8 @@ class ChatCall implements Http1Exchange {
     }
     const parsed = assembler.result();
     const streaming = decoder !== null;
+    // Bytes but not one event: not an event stream at all (an HTML login page, a JSON error).
+    const notSse = streaming && parsed.termination === 'empty' && this.received > 0;
     const truncated = streaming && (parsed.termination === 'truncated' || parsed.termination === 'empty');
     const outcome = this.driver.outcomeOf(
       parsed,
@@ -535,9 +537,11 @@ class ChatCall implements Http1Exchange {
       end,
       streaming ? (chunkOffsetsMs[0] ?? null) : null,
       chunkOffsetsMs,
-      truncated ? 'stream-truncated' : null,
+      notSse ? 'malformed-sse' : truncated ? 'stream-truncated' : null,
     );
-    if (truncated)
+    if (notSse)
+      outcome.errorMessage = `HTTP ${this.status} answer of ${this.received} bytes held no server-sent event: not an event stream`;
+    else if (truncated)
       outcome.errorMessage = `stream ended without [DONE] or finish_reason (${parsed.termination})`;
     this.settle(outcome);
   }

@@ -146,4 +146,23 @@ describe('agent loop against an OpenAI-compatible server', () => {
       await new Promise((resolve) => model.close(resolve));
     }
   }, 20000);
+
+  it('classes a turn answered with a page that holds no server-sent event as malformed-sse', async () => {
+    const model = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.setHeader('content-type', 'text/html');
+        res.end('<html>Please log in</html>');
+      });
+    });
+    await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+    try {
+      const { records } = await run(`http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`, {});
+      expect(records.length).toBeGreaterThan(0);
+      expect(records[0].errorClass).toBe('malformed-sse');
+      expect(records[0].errorMessage).toContain('held no server-sent event');
+    } finally {
+      await new Promise((resolve) => model.close(resolve));
+    }
+  }, 20000);
 });

@@ -196,10 +196,22 @@ export class AgentLoopDriver implements RequestDriver {
         if (ttftMs === null && (step.contentDelta !== '' || data.includes('"tool_calls"')))
           ttftMs = now - sent;
       };
-      for await (const chunk of response.body)
+      let received = 0;
+      for await (const chunk of response.body) {
+        received += (chunk as Buffer).length;
         for (const data of decoder.push((chunk as Buffer).toString('utf8'))) onPayload(data);
+      }
       for (const data of decoder.end()) onPayload(data);
       const parsed = assembler.result();
+      // Bytes but not one event: not an event stream at all (as the chat driver classes it).
+      if (parsed.termination === 'empty' && received > 0)
+        return {
+          parsed,
+          ttftMs,
+          status,
+          errorClass: 'malformed-sse',
+          errorMessage: `turn: HTTP ${status} answer of ${received} bytes held no server-sent event: not an event stream`,
+        };
       if (parsed.termination === 'truncated' || parsed.termination === 'empty')
         return {
           parsed,

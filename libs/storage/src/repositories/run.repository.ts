@@ -92,11 +92,15 @@ const COLUMNS =
 export class RunRepository {
   constructor(private readonly db: Queryable) {}
 
-  /** Stores a new run in `pending`. */
+  /**
+   * Stores a new run in `pending`. Its `createdAt` is the insert's own time (clock_timestamp), not
+   * its transaction's start (now()): a rerun whose transaction waited for the campaign's lock
+   * while another run ended was otherwise dated before that run's end, though it came after it.
+   */
   async create(run: NewRun): Promise<StoredRun> {
     const [row] = await this.db.query(
       `INSERT INTO runs (id, campaign_id, status, trigger, parent_run_id, reason, created_at)
-       VALUES ($1, $2, 'pending', $3, $4, $5, COALESCE($6::timestamptz, now()))
+       VALUES ($1, $2, 'pending', $3, $4, $5, COALESCE($6::timestamptz, clock_timestamp()))
        RETURNING ${COLUMNS}`,
       [
         run.id ?? newId(),

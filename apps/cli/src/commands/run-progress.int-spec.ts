@@ -68,14 +68,16 @@ describe('fathom run: live progress', () => {
   });
 
   it('redraws one block in place on a terminal, then prints the summary', async () => {
-    const sut = await fathomOnTerminal(['run', file, '--target', `${sim.url}/v1`, '--duration', '3s']);
+    // 5 s: the tier is judged once a request has ended after the 2 s warm-up ('-' until then).
+    const sut = await fathomOnTerminal(['run', file, '--target', `${sim.url}/v1`, '--duration', '5s']);
     expect(sut.stdout).toMatch(/Run \S+ \(progress\): completed/);
     const redraws = sut.stdout.split(REDRAW).length - 1;
     expect(redraws).toBeGreaterThanOrEqual(2);
     expect(sut.stdout).toMatch(
-      /running \d:\d\d \/ 0:03 \(\d s left\) +[\d.]+ req\/s +requests \d+ +errors 0/,
+      /running \d:\d\d \/ 0:05 \(\d s left\) +[\d.]+ req\/s +requests \d+ +errors 0/,
     );
     expect(sut.stdout).toMatch(/e2e {2}P50 [\d.]+ m?s {2}P99 [\d.]+ m?s {4}TTFT {2}P50 [\d.]+ m?s/);
+    expect(sut.stdout).toMatch(/tier - {2}breakers: none open {2}validity: ok/);
     expect(sut.stdout).toMatch(/tier SLO-\d {2}breakers: none open {2}validity: ok/);
     // The last block is erased before the summary.
     expect(sut.stdout.lastIndexOf(REDRAW)).toBeLessThan(sut.stdout.indexOf('Run '));

@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import type { CampaignSpec } from '@fathom/contracts';
-import { BodyTooLarge, readBodyWithin } from '@fathom/load';
+import { BodyTooLarge, errorCode, readBodyWithin } from '@fathom/load';
 
 export type TargetProbe =
   | {
@@ -74,10 +74,8 @@ export async function probeTarget(baseUrl: string, options: { timeoutMs: number 
     };
   } catch (error) {
     stalledMs = watch.stop();
-    const e = error as Error & { code?: unknown; cause?: { code?: unknown } };
-    // System and undici codes are strings (ECONNREFUSED, UND_ERR_...); a DOMException's is a number.
-    const raw = e.code ?? e.cause?.code;
-    const code = typeof raw === 'string' ? raw : undefined;
+    const e = error as Error;
+    const code = errorCode(error);
     // A timer that fired late because this process stalled is not the target's slowness: its
     // answer may be sitting unread in the socket. A refusal, though, is the target's own.
     if (

@@ -32,7 +32,7 @@ export * from './perturb/adversarial-entropy.perturbation';
 export { chatLogprobsClient, parseChatLogprobs } from './driver/chat-logprobs.client';
 export * from './driver/request-outcome';
 export * from './driver/steps/step-assertion.evaluator';
-export { classifyError } from './driver/error-class.util';
+export { classifyError, errorCode } from './driver/error-class.util';
 export { BodyTooLarge, readBodyWithin } from './driver/http-body.util';
 export { CLIENT_TOKENIZER } from './driver/output-token-count.util';
 export * from './driver/tool-chain.driver';

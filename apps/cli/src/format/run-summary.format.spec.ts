@@ -83,15 +83,13 @@ const summary: RunSummary = {
   },
 };
 
+/** The summary of a completed run 'r' of campaign 'c' as `fathom run` prints it. */
+const printed = (s: RunSummary, reason: string | null = null) =>
+  formatRunSummary({ id: 'r', campaignId: 'c', status: 'completed', reason, summary: s });
+
 describe(formatRunSummary.name, () => {
   it('prints TPOT, the asked percentiles, the warm-up apart, the sweep table with its knee, and why the run ended', () => {
-    const text = formatRunSummary({
-      id: 'r',
-      campaignId: 'c',
-      status: 'completed',
-      reason: summary.reason,
-      summary,
-    });
+    const text = printed(summary, summary.reason);
     expect(text).toContain('client counts in cl100k_base');
     expect(text).toMatch(/\n {2}TPOT +7\.5 ms/);
     expect(text).toMatch(/percentiles +P90 +P99\.9\n {2}end to end +300\.0 ms +410\.0 ms/);
@@ -109,58 +107,52 @@ describe(formatRunSummary.name, () => {
       meanEntropyBits: 2,
       segments,
     });
-    const text = formatRunSummary({
-      id: 'r',
-      campaignId: 'c',
-      status: 'completed',
-      reason: null,
-      summary: {
-        ...summary,
-        adversarial: [
-          {
-            shard: 0,
-            promptIndex: 0,
-            prompt: 'fix a big problem quickly',
-            status: 'ok',
-            peak: { position: 9, token: ' x', windowMeanBits: 2.4 },
-            anchorWord: 3,
-            before: figure(2.4, 0),
-            variants: [
-              {
-                text: 'repair a huge issue rapidly',
-                substitutions: ['fix -> repair', 'big -> huge', 'problem -> issue', 'quickly -> rapidly'],
-                kl: 0.11,
-                kept: true,
-                after: figure(4.1, 2),
-                deltaBits: 1.7,
-                riskMoved: true,
-              },
-              {
-                text: 'x',
-                substitutions: ['a -> b', 'c -> d', 'e -> f'],
-                kl: 0.2,
-                kept: false,
-                after: null,
-                deltaBits: null,
-                riskMoved: null,
-              },
-            ],
-          },
-          {
-            ...{
-              shard: 1,
-              promptIndex: 0,
-              prompt: 'p',
-              status: 'skipped',
-              reason: 'no entropy peak',
-              peak: null,
-              anchorWord: null,
-              before: null,
-              variants: [],
+    const text = printed({
+      ...summary,
+      adversarial: [
+        {
+          shard: 0,
+          promptIndex: 0,
+          prompt: 'fix a big problem quickly',
+          status: 'ok',
+          peak: { position: 9, token: ' x', windowMeanBits: 2.4 },
+          anchorWord: 3,
+          before: figure(2.4, 0),
+          variants: [
+            {
+              text: 'repair a huge issue rapidly',
+              substitutions: ['fix -> repair', 'big -> huge', 'problem -> issue', 'quickly -> rapidly'],
+              kl: 0.11,
+              kept: true,
+              after: figure(4.1, 2),
+              deltaBits: 1.7,
+              riskMoved: true,
             },
+            {
+              text: 'x',
+              substitutions: ['a -> b', 'c -> d', 'e -> f'],
+              kl: 0.2,
+              kept: false,
+              after: null,
+              deltaBits: null,
+              riskMoved: null,
+            },
+          ],
+        },
+        {
+          ...{
+            shard: 1,
+            promptIndex: 0,
+            prompt: 'p',
+            status: 'skipped',
+            reason: 'no entropy peak',
+            peak: null,
+            anchorWord: null,
+            before: null,
+            variants: [],
           },
-        ],
-      },
+        },
+      ],
     });
     expect(text).toContain(
       'adversarial-entropy: 2 prompts probed, 2 variants, 1 within the KL bound and sent, hallucination risk moved on 1',
@@ -182,17 +174,11 @@ describe('the goodput line', () => {
     semanticGoodputPerSec: 9,
   });
   const line = (requests: number, judged: number) =>
-    formatRunSummary({
-      id: 'r',
-      campaignId: 'c',
-      status: 'completed',
-      reason: null,
-      summary: {
-        ...summary,
-        requests,
-        sweep: undefined,
-        semantic: { ...summary.semantic, goodput: goodput(judged) },
-      },
+    printed({
+      ...summary,
+      requests,
+      sweep: undefined,
+      semantic: { ...summary.semantic, goodput: goodput(judged) },
     })
       .split('\n')
       .find((l) => l.startsWith('  goodput'));

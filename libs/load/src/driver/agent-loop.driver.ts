@@ -1,7 +1,7 @@
 import { Pool, request as httpRequest } from 'undici';
 import type { AgentLoopScenario, AgentTool, ErrorClass, RequestRecord } from '@fathom/contracts';
 import { ChatStreamAssembler, SseDecoder, type ParsedChatStream } from '@fathom/semantic';
-import { classifyError, errorText, httpErrorClass } from './error-class.util';
+import { classifyError, errorText, httpErrorClass, noEventStreamMessage } from './error-class.util';
 import { readBodyText } from './http-body.util';
 import type { DriverOptions, HttpTarget } from './openai-chat.driver';
 import { countOutputTokens } from './output-token-count.util';
@@ -210,7 +210,7 @@ export class AgentLoopDriver implements RequestDriver {
           ttftMs,
           status,
           errorClass: 'malformed-sse',
-          errorMessage: `turn: HTTP ${status} answer of ${received} bytes held no server-sent event: not an event stream`,
+          errorMessage: `turn: ${noEventStreamMessage(status, received)}`,
         };
       if (parsed.termination === 'truncated' || parsed.termination === 'empty')
         return {

@@ -33,8 +33,7 @@ export function classifyError(
     if (error.kind === 'api-error') return 'other';
     return body === 'json' ? 'malformed-json' : 'malformed-sse';
   }
-  const code =
-    (error as { code?: string } | null)?.code ?? (error as { cause?: { code?: string } } | null)?.cause?.code;
+  const code = errorCode(error);
   if (code === 'HTTP1_EARLY_CLOSE') return headersReceived ? 'stream-truncated' : 'connect';
   if (code === 'HTTP1_PROTOCOL' || code === 'HTTP1_HEADERS_TOO_LARGE' || code === 'RESPONSE_TOO_LARGE')
     return 'protocol';
@@ -43,6 +42,20 @@ export function classifyError(
   if (code !== undefined && CONNECT_CODES.has(code)) return headersReceived ? 'stream-truncated' : 'connect';
   if (code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return 'aborted';
   return 'other';
+}
+
+/**
+ * The string code of a failure or of its cause (ECONNREFUSED, UND_ERR_..., HTTP1_...); a
+ * DOMException's numeric code (23 for a timeout) is not one a user or a class could use.
+ */
+export function errorCode(error: unknown): string | undefined {
+  const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
+  return [e?.code, e?.cause?.code].find((c): c is string => typeof c === 'string');
+}
+
+/** Why a streamed answer that held bytes but not one server-sent event is `malformed-sse`. */
+export function noEventStreamMessage(status: number, bytes: number): string {
+  return `HTTP ${status} answer of ${bytes} bytes held no server-sent event: not an event stream`;
 }
 
 export function httpErrorClass(status: number): ErrorClass | null {

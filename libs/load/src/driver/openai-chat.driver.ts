@@ -13,7 +13,7 @@ import {
   type DriverRequest,
   type RequestDriver,
 } from './request-outcome';
-import { classifyError, errorText, httpErrorClass } from './error-class.util';
+import { classifyError, errorText, httpErrorClass, noEventStreamMessage } from './error-class.util';
 import { targetPath } from './target-url.util';
 import { Utf8BodyText } from './utf8-body.util';
 import type { MediaPart } from '../dataset/prompt-item';
@@ -539,8 +539,7 @@ class ChatCall implements Http1Exchange {
       chunkOffsetsMs,
       notSse ? 'malformed-sse' : truncated ? 'stream-truncated' : null,
     );
-    if (notSse)
-      outcome.errorMessage = `HTTP ${this.status} answer of ${this.received} bytes held no server-sent event: not an event stream`;
+    if (notSse) outcome.errorMessage = noEventStreamMessage(this.status, this.received);
     else if (truncated)
       outcome.errorMessage = `stream ended without [DONE] or finish_reason (${parsed.termination})`;
     this.settle(outcome);

@@ -2,7 +2,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { CampaignSpecSchema, type CampaignSpecInput, type RequestRecord } from '@fathom/contracts';
 import type { DriverOutcome, DriverRequest, RequestDriver } from '../driver/request-outcome';
 import { mergeWindows, type WindowSnapshot } from '../measure/window.snapshot';
-import { runShard } from './run-shard';
+import { runShard, type RunShardOptions } from './run-shard';
 
 /** A driver with a bug: every other request ignores its cancellation and never ends. */
 class HalfHangingDriver implements RequestDriver {
@@ -59,22 +59,36 @@ function spec(load: Partial<CampaignSpecInput['load']>) {
   });
 }
 
+/** Runs one shard of `campaign` until it ends; `abortAfterMs`: the run is aborted that long after the start. */
+function runOne(
+  campaign: ReturnType<typeof spec>,
+  options: { abortAfterMs?: number; settleGraceMs?: number; embedder?: RunShardOptions['embedder'] } = {},
+) {
+  const records: RequestRecord[] = [];
+  const windows: WindowSnapshot[] = [];
+  const controller = new AbortController();
+  if (options.abortAfterMs !== undefined) setTimeout(() => controller.abort(), options.abortAfterMs);
+  const result = runShard({
+    spec: campaign,
+    shard: { index: 0, count: 1 },
+    runId: 'run-s',
+    campaignId: 'camp-s',
+    generatorId: 'gen-s',
+    sink: { record: (r) => records.push(r), window: (w) => windows.push(w) },
+    signal: controller.signal,
+    settleGraceMs: options.settleGraceMs,
+    embedder: options.embedder,
+  });
+  return { result, records, windows };
+}
+
 describe('runShard with a driver that never ends a request or its set-up', () => {
   it('ends them itself as timeouts a grace after their deadline, and the shard ends', async () => {
     driver = new HalfHangingDriver(true);
-    const windows: WindowSnapshot[] = [];
-    const records: RequestRecord[] = [];
     const started = performance.now();
-    const result = await runShard({
-      spec: spec({}),
-      shard: { index: 0, count: 1 },
-      runId: 'run-g',
-      campaignId: 'camp-g',
-      generatorId: 'gen-g',
-      sink: { record: (r) => records.push(r), window: (w) => windows.push(w) },
-      signal: new AbortController().signal,
-      settleGraceMs: 300,
-    });
+    const run = runOne(spec({}), { settleGraceMs: 300 });
+    const { records, windows } = run;
+    const result = await run.result;
     const tookMs = performance.now() - started;
     expect(driver.closed).toBe(true);
     expect(result.sent).toBe(driver.calls);
@@ -95,19 +109,11 @@ describe('runShard with a driver that never ends a request or its set-up', () =>
 
   it('ends them as aborted a grace after the run is aborted', async () => {
     driver = new HalfHangingDriver(false);
-    const controller = new AbortController();
     const started = performance.now();
-    setTimeout(() => controller.abort(), 50);
-    const result = await runShard({
-      spec: spec({ durationMs: 10_000, requestTimeoutMs: 60_000 }),
-      shard: { index: 0, count: 1 },
-      runId: 'run-a',
-      campaignId: 'camp-a',
-      generatorId: 'gen-a',
-      sink: { record: () => undefined, window: () => undefined },
-      signal: controller.signal,
+    const result = await runOne(spec({ durationMs: 10_000, requestTimeoutMs: 60_000 }), {
+      abortAfterMs: 50,
       settleGraceMs: 200,
-    });
+    }).result;
     expect(result.endReason).toBe('aborted');
     expect(result.completed + result.errors).toBe(result.sent);
     expect(result.errors).toBe(Math.ceil(driver.calls / 2));
@@ -116,18 +122,10 @@ describe('runShard with a driver that never ends a request or its set-up', () =>
 
   it('is not held up by a set-up that never ends when the run is aborted: nothing is sent', async () => {
     driver = new StuckPreparingDriver(false);
-    const controller = new AbortController();
     const started = performance.now();
-    setTimeout(() => controller.abort(), 100);
-    const result = await runShard({
-      spec: spec({ durationMs: 10_000, requestTimeoutMs: 60_000 }),
-      shard: { index: 0, count: 1 },
-      runId: 'run-p',
-      campaignId: 'camp-p',
-      generatorId: 'gen-p',
-      sink: { record: () => undefined, window: () => undefined },
-      signal: controller.signal,
-    });
+    const result = await runOne(spec({ durationMs: 10_000, requestTimeoutMs: 60_000 }), {
+      abortAfterMs: 100,
+    }).result;
     expect(result.endReason).toBe('aborted');
     expect(result.sent).toBe(0);
     expect(driver.calls).toBe(0);
@@ -144,12 +142,10 @@ describe('runShard aborted while it probes prompts for adversarial variants', ()
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     driver = new HalfHangingDriver(false);
-    const controller = new AbortController();
     const started = performance.now();
-    setTimeout(() => controller.abort(), 150);
     try {
-      const result = await runShard({
-        spec: CampaignSpecSchema.parse({
+      const result = await runOne(
+        CampaignSpecSchema.parse({
           name: 'probe abort',
           target: { baseUrl: `http://127.0.0.1:${port}/v1` },
           scenario: {
@@ -160,18 +156,15 @@ describe('runShard aborted while it probes prompts for adversarial variants', ()
           },
           load: { concurrency: 2, durationMs: 10_000, requestTimeoutMs: 60_000 },
         }),
-        shard: { index: 0, count: 1 },
-        runId: 'run-e',
-        campaignId: 'camp-e',
-        generatorId: 'gen-e',
-        sink: { record: () => undefined, window: () => undefined },
-        signal: controller.signal,
-        embedder: {
-          name: 'none',
-          dimensions: 1,
-          embed: async (texts) => texts.map(() => new Float32Array(1)),
+        {
+          abortAfterMs: 150,
+          embedder: {
+            name: 'none',
+            dimensions: 1,
+            embed: async (texts) => texts.map(() => new Float32Array(1)),
+          },
         },
-      });
+      ).result;
       expect(result.endReason).toBe('aborted');
       expect(result.sent).toBe(0);
       expect(result.adversarial?.[0].reason).toMatch(/probe request failed/);

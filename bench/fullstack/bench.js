@@ -3,18 +3,21 @@
 // Fathom's simulator (target.js). The target is pinned to core 1; Fathom's whole process and each
 // peer to core 0 (taskset); same concurrency; rounds alternate peer and Fathom, non-streamed
 // (peer: autocannon) and streamed (peer: a bare undici SSE reader). Prints throughput and P50
-// per round and their ratios (Fathom / peer), and Fathom's RSS over time. Figures, never a test.
+// per round and their ratios (Fathom / peer), how busy the client's and the target's cores were
+// in each run (a target core near 100 % means the target set that rate), and Fathom's RSS over
+// time. Figures, never a test.
 //
 // Usage: node bench/fullstack/bench.js [--seconds 10] [--concurrency 16] [--rounds 3]
-//          [--modes json,stream] [--long-seconds 60 | --long] [--port N] [--dyed-peer]
+//          [--modes json,stream] [--long-seconds 60 | --long] [--port N] [--dyed-peer] [--target-busy-us N]
 //   --long: a 10-minute memory run; --port: the target's port (default a random one in
 //   18600-19599); --dyed-peer: non-streamed, a second autocannon peer that sends the request
 //   headers Fathom sends (accept, traceparent, x-fathom-run, x-fathom-request), so the target
-//   parses the same request from both (they cost it ~15 % of its throughput here).
+//   parses the same request from both (they cost it ~15 % of its throughput here);
+//   --target-busy-us: the target spins N us per completion (a target slower per request).
 
 // Needs `npm run build` first (the CLI runs from dist/).
 'use strict';
-const { spawn, spawnSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { readFileSync, writeFileSync, mkdtempSync } = require('node:fs');
 const { join } = require('node:path');
 const { tmpdir, cpus } = require('node:os');
@@ -34,12 +37,13 @@ const tmp = mkdtempSync(join(tmpdir(), 'fathom-fullstack-'));
 const clientCore = '0';
 const targetCore = cpus().length > 1 ? '1' : '0';
 const port = Number(arg('port', 18600 + Math.floor(Math.random() * 1000)));
+const targetBusyUs = Number(arg('target-busy-us', 0));
 const url = `http://127.0.0.1:${port}/v1`;
 
 function startTarget() {
   const child = spawn(
     'taskset',
-    ['-c', targetCore, process.execPath, join(here, 'target.js'), String(port)],
+    ['-c', targetCore, process.execPath, join(here, 'target.js'), String(port), '16', String(targetBusyUs)],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -49,7 +53,10 @@ function startTarget() {
 
 /** The peers of a mode: autocannon non-streamed; streamed, the bare reader and the parsing reader. */
 const PEERS = {
-  json: [['peer-autocannon.js'], ...(process.argv.includes('--dyed-peer') ? [['peer-autocannon.js', 'dyed']] : [])],
+  json: [
+    ['peer-autocannon.js'],
+    ...(process.argv.includes('--dyed-peer') ? [['peer-autocannon.js', 'dyed']] : []),
+  ],
   stream: [
     ['peer-sse.js', 'bare'],
     ['peer-sse.js', 'parse'],
@@ -57,27 +64,81 @@ const PEERS = {
 };
 
 function peer([script, ...extra]) {
-  const out = spawnSync(
-    'taskset',
-    [
-      '-c',
-      clientCore,
-      process.execPath,
-      join(here, script),
-      url,
-      String(concurrency),
-      String(seconds),
-      ...extra,
-    ],
-    { encoding: 'utf8', maxBuffer: 16 << 20 },
-  );
-  const line = out.stdout.trim().split('\n').pop();
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'taskset',
+      [
+        '-c',
+        clientCore,
+        process.execPath,
+        join(here, script),
+        url,
+        String(concurrency),
+        String(seconds),
+        ...extra,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const cores = coreSampler();
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('exit', () => {
+      const busy = cores.stop();
+      const line = stdout.trim().split('\n').pop();
+      try {
+        resolve({ ...JSON.parse(line), cores: busy });
+      } catch {
+        reject(new Error(`${script}: ${stdout}\n${stderr}`));
+      }
+    });
+  });
+}
+
+/** /proc/stat's jiffies of one core: [user, nice, system, idle, iowait, ...]; null off Linux. */
+function coreJiffies(core) {
   try {
-    return JSON.parse(line);
+    const line = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`cpu${core} `));
+    return line ? line.trim().split(/\s+/).slice(1).map(Number) : null;
   } catch {
-    throw new Error(`${script}: ${out.stdout}\n${out.stderr}`);
+    return null;
   }
 }
+
+/**
+ * How busy the client's and the target's cores were while a client loaded the target: busy share
+ * per second (all but idle and iowait, the kernel's network work included), medians over the
+ * seconds in which the target's core was over 30 % busy (the load, not a client's start-up).
+ * A target core near 100 % means the target, not the client, set that client's rate.
+ */
+function coreSampler() {
+  const busy = (a, b) => {
+    const total = b.reduce((x, y) => x + y, 0) - a.reduce((x, y) => x + y, 0);
+    const idle = b[3] + b[4] - (a[3] + a[4]);
+    return total > 0 ? 100 * (1 - idle / total) : NaN;
+  };
+  const seconds = [];
+  let last = [coreJiffies(clientCore), coreJiffies(targetCore)];
+  const timer = setInterval(() => {
+    const now = [coreJiffies(clientCore), coreJiffies(targetCore)];
+    if (now[0] && now[1] && last[0] && last[1]) seconds.push([busy(last[0], now[0]), busy(last[1], now[1])]);
+    last = now;
+  }, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      const load = seconds.filter(([, target]) => target > 30);
+      if (clientCore === targetCore || load.length === 0) return null;
+      return { client: median(load.map((s) => s[0])), target: median(load.map((s) => s[1])) };
+    },
+  };
+}
+
+const coresText = (c) =>
+  c ? `, cores: client ${c.client.toFixed(0)} %, target ${c.target.toFixed(0)} % busy` : '';
 
 /** A campaign with nothing but what a new user writes: every load setting is Fathom's default. */
 function campaignFile(mode, durationS) {
@@ -121,6 +182,7 @@ function fathom(mode, durationS, sampleMs = 500) {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const t0 = Date.now();
+    const cores = coreSampler();
     const rss = [];
     const sampler = setInterval(() => {
       const mib = rssMiB(child.pid);
@@ -132,6 +194,7 @@ function fathom(mode, durationS, sampleMs = 500) {
     child.stderr.on('data', (c) => (stderr += c));
     child.on('exit', (code) => {
       clearInterval(sampler);
+      const busy = cores.stop();
       try {
         const run = JSON.parse(stdout);
         const s = run.summary;
@@ -146,6 +209,7 @@ function fathom(mode, durationS, sampleMs = 500) {
           semanticChecked: s.sampling?.semanticChecked ?? null,
           validity: s.validity?.valid === false ? s.validity.reasons.map((r) => r.kind).join(',') : 'valid',
           rss,
+          cores: busy,
         });
       } catch (error) {
         reject(new Error(`fathom run exited ${code}: ${stderr}\n${stdout.slice(0, 2000)}`));
@@ -170,7 +234,7 @@ async function main() {
       `${cpus()[0].model} x${cpus().length}, ${new Date().toISOString()}`,
   );
   console.log(
-    `target ${join('bench/fullstack', 'target.js')} on core ${targetCore}; fathom run (defaults) and peers on core ${clientCore}`,
+    `target ${join('bench/fullstack', 'target.js')} on core ${targetCore}${targetBusyUs ? ` (spinning ${targetBusyUs} us per completion)` : ''}; fathom run (defaults) and peers on core ${clientCore}`,
   );
   const target = await startTarget();
   try {
@@ -186,7 +250,7 @@ async function main() {
         const peers = [];
         let f;
         for (const who of order) {
-          if (who === 'peer') peers.push(...scripts.map(peer));
+          if (who === 'peer') for (const script of scripts) peers.push(await peer(script));
           else f = await fathom(mode, seconds);
         }
         const parts = peers.map((p, i) => {
@@ -194,11 +258,11 @@ async function main() {
           const pr = f.p50Ms / p.p50Ms;
           ratios[i].throughput.push(tr);
           ratios[i].p50.push(pr);
-          return `${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms: throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`;
+          return `${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms${coresText(p.cores)}: throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`;
         });
         console.log(
           `  round ${round}: fathom ${f1(f.requestsPerSec)} req/s P50 ${f1(f.p50Ms)} ms (${f.records} records, ` +
-            `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB) | ${parts.join(' | ')}`,
+            `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB${coresText(f.cores)}) | ${parts.join(' | ')}`,
         );
       }
       scripts.forEach((argv, i) =>

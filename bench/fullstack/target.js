@@ -3,11 +3,18 @@
 //   GET  /v1/models                               -> one model, "bench"
 //   POST /v1/chat/completions {"stream": false}   -> a small chat.completion JSON with usage
 //   POST /v1/chat/completions {"stream": true}    -> TOKENS content chunks back to back, finish, usage, [DONE]
-// Usage: node target.js PORT [TOKENS=16]. Prints "target on PORT" when listening.
+// Usage: node target.js PORT [TOKENS=16] [BUSY_US=0]. Prints "target on PORT" when listening.
+// BUSY_US: CPU the target spends on each completion before answering (a spin), to make it slower
+// per request than a client: the bench's `--target-busy-us`.
 'use strict';
 const http = require('node:http');
 const port = Number(process.argv[2] ?? 18600);
 const tokens = Number(process.argv[3] ?? 16);
+const busyUs = Number(process.argv[4] ?? 0);
+const spin = () => {
+  const until = performance.now() + busyUs / 1000;
+  while (performance.now() < until);
+};
 const json = JSON.stringify({
   id: 'c1',
   object: 'chat.completion',
@@ -33,6 +40,7 @@ http
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
+      if (busyUs > 0) spin();
       if (body.includes('"stream":true')) {
         res.writeHead(200, {
           'content-type': 'text/event-stream',

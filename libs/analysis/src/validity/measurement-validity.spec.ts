@@ -33,4 +33,15 @@ describe(assessValidity.name, () => {
     expect(assessValidity(unsteady, [], true).valid).toBe(true);
     expect(assessValidity(steady.slice(0, 3), [], false).reasons[0].detail).toContain('too short');
   });
+
+  it('says no load was measured, not that the run was short, when there is no window at all', () => {
+    const sut = assessValidity([], [], false);
+    expect(sut.reasons).toEqual([
+      {
+        kind: 'no-steady-state',
+        detail: 'no telemetry window at all: no load was measured',
+        figures: { windows: 0 },
+      },
+    ]);
+  });
 });

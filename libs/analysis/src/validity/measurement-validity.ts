@@ -109,7 +109,10 @@ export function assessValidity(
     if (middle.length < options.minSteadyWindows) {
       reasons.push({
         kind: 'no-steady-state',
-        detail: `only ${middle.length} full windows after ramp-up (< ${options.minSteadyWindows}): the run is too short to reach a steady state`,
+        detail:
+          windows.length === 0
+            ? 'no telemetry window at all: no load was measured'
+            : `only ${middle.length} full windows after ramp-up (< ${options.minSteadyWindows}): the run is too short to reach a steady state`,
         figures: { windows: middle.length },
       });
     } else {

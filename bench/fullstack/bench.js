@@ -63,46 +63,49 @@ const PEERS = {
   ],
 };
 
-function peer([script, ...extra]) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      'taskset',
-      [
-        '-c',
-        clientCore,
-        process.execPath,
-        join(here, script),
-        url,
-        String(concurrency),
-        String(seconds),
-        ...extra,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+/**
+ * Runs `node ...args` pinned to the client core, sampling both cores' busy shares meanwhile;
+ * `onSpawn` sees the child (for sampling its memory). Resolves with its exit code, its output and
+ * the cores' figures once it has exited.
+ */
+function onClientCore(args, onSpawn = () => undefined) {
+  return new Promise((resolve) => {
+    const child = spawn('taskset', ['-c', clientCore, process.execPath, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const cores = coreSampler();
+    onSpawn(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
-    child.on('exit', () => {
-      const busy = cores.stop();
-      const line = stdout.trim().split('\n').pop();
-      try {
-        resolve({ ...JSON.parse(line), cores: busy });
-      } catch {
-        reject(new Error(`${script}: ${stdout}\n${stderr}`));
-      }
-    });
+    child.on('exit', (code) => resolve({ code, stdout, stderr, cores: cores.stop() }));
   });
 }
 
-/** /proc/stat's jiffies of one core: [user, nice, system, idle, iowait, ...]; null off Linux. */
-function coreJiffies(core) {
+async function peer([script, ...extra]) {
+  const out = await onClientCore([join(here, script), url, String(concurrency), String(seconds), ...extra]);
   try {
-    const line = readFileSync('/proc/stat', 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith(`cpu${core} `));
-    return line ? line.trim().split(/\s+/).slice(1).map(Number) : null;
+    return { ...JSON.parse(out.stdout.trim().split('\n').pop()), cores: out.cores };
+  } catch {
+    throw new Error(`${script}: ${out.stdout}\n${out.stderr}`);
+  }
+}
+
+/** /proc/stat's jiffies of the client's and the target's cores: [user, nice, system, idle, iowait, ...] each; null off Linux. */
+function coresJiffies() {
+  try {
+    const lines = readFileSync('/proc/stat', 'utf8').split('\n');
+    const of = (core) =>
+      lines
+        .find((l) => l.startsWith(`cpu${core} `))
+        ?.trim()
+        .split(/\s+/)
+        .slice(1)
+        .map(Number);
+    const client = of(clientCore);
+    const target = of(targetCore);
+    return client && target ? [client, target] : null;
   } catch {
     return null;
   }
@@ -121,10 +124,10 @@ function coreSampler() {
     return total > 0 ? 100 * (1 - idle / total) : NaN;
   };
   const seconds = [];
-  let last = [coreJiffies(clientCore), coreJiffies(targetCore)];
+  let last = coresJiffies();
   const timer = setInterval(() => {
-    const now = [coreJiffies(clientCore), coreJiffies(targetCore)];
-    if (now[0] && now[1] && last[0] && last[1]) seconds.push([busy(last[0], now[0]), busy(last[1], now[1])]);
+    const now = coresJiffies();
+    if (now && last) seconds.push([busy(last[0], now[0]), busy(last[1], now[1])]);
     last = now;
   }, 1000);
   return {
@@ -166,56 +169,39 @@ function rssMiB(pid) {
 }
 
 /** `fathom run FILE --json` on the client core; RSS of its process sampled every `sampleMs`. */
-function fathom(mode, durationS, sampleMs = 500) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      'taskset',
-      [
-        '-c',
-        clientCore,
-        process.execPath,
-        join(root, 'bin', 'fathom.js'),
-        'run',
-        campaignFile(mode, durationS),
-        '--json',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const t0 = Date.now();
-    const cores = coreSampler();
-    const rss = [];
-    const sampler = setInterval(() => {
-      const mib = rssMiB(child.pid);
-      if (mib !== null) rss.push({ atS: (Date.now() - t0) / 1000, mib });
-    }, sampleMs);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('exit', (code) => {
-      clearInterval(sampler);
-      const busy = cores.stop();
-      try {
-        const run = JSON.parse(stdout);
-        const s = run.summary;
-        resolve({
-          tool: 'fathom run',
-          exitCode: code,
-          requests: s.requests,
-          errors: s.errors,
-          requestsPerSec: s.throughput.requestsPerSec,
-          p50Ms: s.latencyMs.e2e.p50,
-          records: s.sampling?.records ?? null,
-          semanticChecked: s.sampling?.semanticChecked ?? null,
-          validity: s.validity?.valid === false ? s.validity.reasons.map((r) => r.kind).join(',') : 'valid',
-          rss,
-          cores: busy,
-        });
-      } catch (error) {
-        reject(new Error(`fathom run exited ${code}: ${stderr}\n${stdout.slice(0, 2000)}`));
-      }
-    });
-  });
+async function fathom(mode, durationS, sampleMs = 500) {
+  const t0 = Date.now();
+  const rss = [];
+  let sampler;
+  const out = await onClientCore(
+    [join(root, 'bin', 'fathom.js'), 'run', campaignFile(mode, durationS), '--json'],
+    (child) => {
+      sampler = setInterval(() => {
+        const mib = rssMiB(child.pid);
+        if (mib !== null) rss.push({ atS: (Date.now() - t0) / 1000, mib });
+      }, sampleMs);
+    },
+  );
+  clearInterval(sampler);
+  let s;
+  try {
+    s = JSON.parse(out.stdout).summary;
+  } catch {
+    throw new Error(`fathom run exited ${out.code}: ${out.stderr}\n${out.stdout.slice(0, 2000)}`);
+  }
+  return {
+    tool: 'fathom run',
+    exitCode: out.code,
+    requests: s.requests,
+    errors: s.errors,
+    requestsPerSec: s.throughput.requestsPerSec,
+    p50Ms: s.latencyMs.e2e.p50,
+    records: s.sampling?.records ?? null,
+    semanticChecked: s.sampling?.semanticChecked ?? null,
+    validity: s.validity?.valid === false ? s.validity.reasons.map((r) => r.kind).join(',') : 'valid',
+    rss,
+    cores: out.cores,
+  };
 }
 
 const median = (xs) => {

@@ -40,6 +40,7 @@ import { SeededRandom, deriveSeed } from '../random/seeded-random';
 import { Sleeper } from './sleeper';
 import { createDriver, promptSourceOf } from './driver.factory';
 import { ShardAccounting } from './shard.accounting';
+import { InFlightList, type InFlightNode } from './in-flight.list';
 import { runSweep, type StepTag, type SweepResult } from './sweep.executor';
 import { runAdaptive, type AdaptiveTrace } from './adaptive.executor';
 import { runClosed } from './closed.executor';
@@ -150,7 +151,7 @@ class ShardRun implements AdaptiveExecutorContext {
    * deadline order: one timer, armed for the oldest deadline, serves them all (no timer per
    * request).
    */
-  private readonly cancels = new Set<TimedCancel>();
+  private readonly cancels = new InFlightList<TimedCancel>();
   private timeoutTimer: ReturnType<typeof setTimeout> | null = null;
   /** Ends requests whose driver ignored their cancellation (see `settleGraceMs`). */
   private settleTimer: ReturnType<typeof setTimeout> | null = null;
@@ -681,7 +682,9 @@ class ShardRun implements AdaptiveExecutorContext {
  * A request's cancellation with its deadline (performance.now() ms) for the shared timeout timer,
  * and the engine's way to end the request when its driver does not (see `settleGraceMs`).
  */
-class TimedCancel extends RequestCancel {
+class TimedCancel extends RequestCancel implements InFlightNode<TimedCancel> {
+  listPrev: TimedCancel | null = null;
+  listNext: TimedCancel | null = null;
   /** performance.now() of the cancellation; 0 until cancelled. */
   abortedMono = 0;
   /** True once the engine ended the request itself. */

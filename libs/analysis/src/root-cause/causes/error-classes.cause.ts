@@ -120,15 +120,22 @@ const RULES: readonly ErrorClassRule[] = [
 
 export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
   const span = ctx.timeline.span(Math.max(ctx.startMs, ctx.nowMs - CauseThresholds.errorWindowMs), ctx.nowMs);
-  const calls: { call: TimedCall; digest: RecordDigest }[] = [];
+  // Every rule selects failed calls only: the span's calls are counted, and only the failed ones
+  // copied (this runs on each analysis tick, over every digest of the error window).
+  let callCount = 0;
+  const failedCalls: { call: TimedCall; digest: RecordDigest }[] = [];
   for (const d of span.digests)
-    for (const c of d.calls) calls.push({ call: { ...c, at: d.at, startedAt: d.startedAt }, digest: d });
+    for (const c of d.calls) {
+      callCount++;
+      if (!c.ok) failedCalls.push({ call: { ...c, at: d.at, startedAt: d.startedAt }, digest: d });
+    }
   const out: RootCauseCause[] = [];
+  if (!failedCalls.length) return out;
   for (const rule of RULES) {
     if (!rule.answered && ctx.clientLimited !== null) continue;
-    const failed = calls.filter((x) => rule.select(x.call, x.digest)).map((x) => x.call);
+    const failed = failedCalls.filter((x) => rule.select(x.call, x.digest)).map((x) => x.call);
     if (!failed.length || (!rule.answered && failed.length < CauseThresholds.errorMinCount)) continue;
-    const share = failed.length / calls.length;
+    const share = failed.length / callCount;
     if (share < CauseThresholds.errorShare) continue;
     const since = Math.min(...failed.map((c) => c.startedAt));
     const layers = [...new Set(failed.map((c) => c.layer))];
@@ -140,12 +147,12 @@ export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
       since,
       until: Math.max(...failed.map((c) => c.at)),
       evidence: [
-        `${failed.length}/${calls.length} calls (${pct(share)}) in the last ${seconds} s ${rule.what} (on ${layers.join(', ')}); above ${pct(CauseThresholds.errorShare)}, tier SLO-1's error budget (spec: 99.5 % availability)`,
+        `${failed.length}/${callCount} calls (${pct(share)}) in the last ${seconds} s ${rule.what} (on ${layers.join(', ')}); above ${pct(CauseThresholds.errorShare)}, tier SLO-1's error budget (spec: 99.5 % availability)`,
         `first at ${iso(since)}`,
         `example: ${failed[0].error ?? `HTTP ${failed[0].status}`}`,
         ...(rule.evidence?.(failed) ?? []),
       ],
-      figures: { failed: failed.length, calls: calls.length, share, ...(rule.figures?.(failed) ?? {}) },
+      figures: { failed: failed.length, calls: callCount, share, ...(rule.figures?.(failed) ?? {}) },
       thresholds: [
         {
           name: 'share of calls',

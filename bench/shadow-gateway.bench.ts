@@ -4,7 +4,8 @@
  * that answers 202), alternating rounds, each process on its own core where `taskset` exists.
  * Run: node -r ./bench/ts-register.js bench/shadow-gateway.bench.ts [rounds] [requests] [concurrency] [sampleRate] [rate]
  * (BENCH_PORT_BASE=N: ports N..N+2 instead of random ones in 19000-19501; BENCH_GATEWAY_CPU_PROF=dir:
- * the gateway runs under `node --cpu-prof`, one profile per thread in dir).
+ * the gateway runs under `node --cpu-prof`, one profile per thread in dir; BENCH_GATEWAY_NODE_FLAGS='--trace-gc ...':
+ * more flags for the gateway's node, which runs with `--no-memory-reducer` as `fathom shadow gateway` does).
  * Without `rate` the client is closed-loop (each of `concurrency` users sends its next request
  * when the last one ends: the gateway at saturation). With `rate` (requests per second) it is
  * open-loop: requests are sent on a fixed schedule, at most `concurrency` in flight. A latency
@@ -102,7 +103,15 @@ function start(args: string[], core: number): Promise<ChildProcess> {
   if (args[0] === 'gateway' && process.env.BENCH_GATEWAY_POLICY === 'other' && taskset.length)
     taskset.unshift('chrt', '-o', '0');
   const profile = process.env.BENCH_GATEWAY_CPU_PROF;
-  const flags = args[0] === 'gateway' && profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const flags =
+    args[0] !== 'gateway'
+      ? []
+      : [
+          ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []),
+          // As `fathom shadow gateway` runs it (bin/fathom.js).
+          '--no-memory-reducer',
+          ...(process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+        ];
   const argv = [process.execPath, ...flags, '-r', `${__dirname}/ts-register.js`, __filename, ...args];
   const [cmd, ...rest] = taskset.length ? [...taskset, ...argv] : argv;
   const proc = spawn(cmd, rest, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -37,6 +38,31 @@ async function serve(status: number, body: string) {
 async function copied(admin: string): Promise<number> {
   const metrics = await (await fetch(`${admin}/metrics`)).text();
   return Number(/^fathom_shadow_gateway_copies_total\{outcome="copied"[^}]*\} (\d+)$/m.exec(metrics)?.[1]);
+}
+
+/** The state letter of a process (`/proc/PID/stat`), null once it is gone. */
+function processState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return null;
+  }
+}
+
+/** Pids whose parent is `pid`. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(name));
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return out;
 }
 
 describe('fathom shadow gateway', () => {
@@ -265,4 +291,46 @@ describe('fathom shadow gateway', () => {
     expect(badBody.code).toBe(2);
     expect(badBody.stderr).toContain("--max-buffered-body wants a whole number 1024..1073741824, got '1MB'");
   });
+
+  (process.platform === 'linux' ? it : it.skip)(
+    'forwards from a child node without the memory reducer, which ends with its parent',
+    async () => {
+      const primary = await serve(200, ANSWER);
+      const orchestrator = await serve(202, '{"accepted":true}');
+      const parent = spawn(process.execPath, [
+        BIN,
+        ...['shadow', 'gateway', '--listen', '127.0.0.1:0', '--campaign', 'c-child'],
+        ...['--primary', primary.url, '--api', orchestrator.url],
+      ]);
+      let child = 0;
+      try {
+        let stdout = '';
+        parent.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+        const url = await waitFor(() => /gateway on (http:\/\/\S+)/.exec(stdout)?.[1], {
+          timeoutMs: 30_000,
+          description: 'the gateway to listen',
+        });
+        [child] = childrenOf(parent.pid!);
+        expect(readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0')).toContain('--no-memory-reducer');
+        const answer = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"model":"m","messages":[]}',
+        });
+        expect(await answer.text()).toBe(ANSWER);
+
+        // Killed outright, the parent forwards nothing: the child notices and closes by itself.
+        parent.kill('SIGKILL');
+        await waitFor(() => [null, 'Z'].includes(processState(child)), {
+          timeoutMs: 15_000,
+          description: 'the gateway child to end with its parent',
+        });
+      } finally {
+        parent.kill('SIGKILL');
+        if (child && processState(child) !== null) process.kill(child, 'SIGKILL');
+        await primary.close();
+        await orchestrator.close();
+      }
+    },
+  );
 });

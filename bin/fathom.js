@@ -58,7 +58,9 @@ function runGatewayChild() {
   const { constants } = require('node:os');
   const child = spawn(process.execPath, [...process.execArgv, ...GATEWAY_NODE_FLAGS, __filename, ...argv], {
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
-    detached: true,
+    // Its own process group, so a terminal's Ctrl-C reaches it once (through us); on Windows that
+    // would open a console of its own.
+    detached: process.platform !== 'win32',
     env: { ...process.env, FATHOM_GATEWAY_CHILD: '1' },
   });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGUSR2']) process.on(signal, () => child.kill(signal));

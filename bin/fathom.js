@@ -32,9 +32,9 @@ function stale() {
 /**
  * `fathom shadow gateway` runs in a child node with V8's memory reducer off (a V8 flag, which
  * only a node started with it has). The reducer shrinks an isolate's heap once it looks idle,
- * young generation included: after a quiet minute the gateway then scavenged ten times as often,
- * and the first round of traffic after it added 3.3-3.6 ms at P99 on the primary's path instead of
- * 0.3-0.6 ms (bench/shadow-gateway.bench.ts, bench/RESULTS.md 2026-12-04). The child runs in its
+ * young generation included: after a quiet spell the gateway then scavenged every ~110 ms instead
+ * of about once a second, and the first round of traffic after it added 3.1-3.6 ms at P99 on the
+ * primary's path instead of 0.2-0.6 ms (bench/shadow-gateway.bench.ts, bench/RESULTS.md 2026-12-04). The child runs in its
  * own process group, so each signal reaches it once, forwarded from here (SIGINT, SIGTERM: close
  * or drain; SIGUSR2: the kill switch); it closes itself when this process goes away.
  */

@@ -27,7 +27,6 @@ const NO_HISTOGRAMS: TelemetryWindow['histogramsUs'] = { e2e: '', correctedE2e: 
 class RunWindows {
   readonly latency = new ProgressLatency();
   readonly windows: TelemetryWindow[] = [];
-  private readonly ids = new Set<string>();
   /** occurred_at of the newest window read, null before the first. */
   private newestAt: number | null = null;
 
@@ -51,13 +50,11 @@ class RunWindows {
 
   private add(event: RunEventRecord): void {
     this.newestAt = Math.max(this.newestAt ?? event.occurredAt, event.occurredAt);
-    if (this.ids.has(event.eventId)) return;
-    this.ids.add(event.eventId);
     // Payloads were validated against their topic's schema before the analyzer stored them.
-    const window = event.payload as unknown as TelemetryWindow;
-    // Decoded now, once: `buildRunProgress` finds every kept window already counted by id.
-    this.latency.add([window]);
-    this.windows.push({ ...window, histogramsUs: NO_HISTOGRAMS });
+    // Decoded now, once (a window read again is skipped by id): `buildRunProgress` finds every
+    // kept window already counted.
+    for (const window of this.latency.add([event.payload as unknown as TelemetryWindow]))
+      this.windows.push({ ...window, histogramsUs: NO_HISTOGRAMS });
   }
 }
 

@@ -35,13 +35,17 @@ export class ProgressLatency {
   readonly e2e = newLatencyHistogram();
   readonly ttft = newLatencyHistogram();
 
-  add(windows: readonly TelemetryWindow[]): void {
+  /** Counts the windows not counted before; returns those. */
+  add(windows: readonly TelemetryWindow[]): TelemetryWindow[] {
+    const added: TelemetryWindow[] = [];
     for (const window of windows) {
       if (this.seen.has(window.id)) continue;
       this.seen.add(window.id);
       this.e2e.add(decodeHistogram(window.histogramsUs.e2e));
       this.ttft.add(decodeHistogram(window.histogramsUs.ttft));
+      added.push(window);
     }
+    return added;
   }
 }
 

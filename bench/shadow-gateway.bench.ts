@@ -5,7 +5,8 @@
  * Run: node -r ./bench/ts-register.js bench/shadow-gateway.bench.ts [rounds] [requests] [concurrency] [sampleRate] [rate]
  * (BENCH_PORT_BASE=N: ports N..N+2 instead of random ones in 19000-19501; BENCH_GATEWAY_CPU_PROF=dir:
  * the gateway runs under `node --cpu-prof`, one profile per thread in dir; BENCH_GATEWAY_NODE_FLAGS='--trace-gc ...':
- * more flags for the gateway's node, which runs with `--no-memory-reducer` as `fathom shadow gateway` does).
+ * more flags for the gateway's node, which runs with `--no-memory-reducer` as `fathom shadow gateway` does;
+ * BENCH_GATEWAY_WARMUP=N[@RATE], BENCH_GATEWAY_IDLE_MS: the warm-up, see `main`).
  * Without `rate` the client is closed-loop (each of `concurrency` users sends its next request
  * when the last one ends: the gateway at saturation). With `rate` (requests per second) it is
  * open-loop: requests are sent on a fixed schedule, at most `concurrency` in flight. A latency
@@ -192,8 +193,12 @@ async function main(): Promise<void> {
   try {
     // Warm-up: with 500 requests a side the first two rounds still ran V8's compiler threads
     // (the gateway's other threads took 40-170 us of CPU per request there, 5-10 later).
+    // BENCH_GATEWAY_WARMUP=N[@RATE]: the gateway's warm-up, N requests (default 4000), open-loop at
+    // RATE req/s if given; BENCH_GATEWAY_IDLE_MS: a pause after it, before round 1.
+    const [warmRequests, warmRate] = (process.env.BENCH_GATEWAY_WARMUP ?? '4000').split('@').map(Number);
     await measure(`http://127.0.0.1:${primaryPort}`, 4000, concurrency);
-    await measure(`http://127.0.0.1:${gatewayPort}`, 4000, concurrency);
+    await measure(`http://127.0.0.1:${gatewayPort}`, warmRequests, concurrency, warmRate);
+    await new Promise((idle) => setTimeout(idle, Number(process.env.BENCH_GATEWAY_IDLE_MS ?? 0)));
     process.stdout.write(
       `sample rate ${sampleRate}, ${rate === undefined ? 'closed loop (saturation)' : `open loop at ${rate} req/s`}\n`,
     );

@@ -8,11 +8,13 @@
 // time. Figures, never a test.
 //
 // Usage: node bench/fullstack/bench.js [--seconds 10] [--concurrency 16] [--rounds 3]
-//          [--modes json,stream] [--long-seconds 60 | --long] [--port N] [--dyed-peer] [--target-busy-us N]
-//   --long: a 10-minute memory run; --port: the target's port (default a random one in
-//   18600-19599); --dyed-peer: non-streamed, a second autocannon peer that sends the request
-//   headers Fathom sends (accept, traceparent, x-fathom-run, x-fathom-request), so the target
-//   parses the same request from both (they cost it ~15 % of its throughput here);
+//          [--modes json,stream] [--long-seconds 60 | --long] [--long-modes json,stream] [--port N]
+//          [--dyed-peer] [--target-busy-us N]
+//   --long: a 10-minute memory run, one per --long-modes (default json: non-streamed only);
+//   --port: the target's port (default a random one in 18600-19599); --dyed-peer: non-streamed,
+//   a second autocannon peer that sends the request headers Fathom sends (accept, traceparent,
+//   x-fathom-run, x-fathom-request), so the target parses the same request from both (they cost
+//   it ~15 % of its throughput here);
 //   --target-busy-us: the target spins N us per completion (a target slower per request).
 
 // Needs `npm run build` first (the CLI runs from dist/).
@@ -31,6 +33,7 @@ const concurrency = Number(arg('concurrency', 16));
 const rounds = Number(arg('rounds', 3));
 const modes = String(arg('modes', 'json,stream')).split(',');
 const longSeconds = process.argv.includes('--long') ? 600 : Number(arg('long-seconds', 60));
+const longModes = String(arg('long-modes', 'json')).split(',');
 const here = __dirname;
 const root = join(here, '..', '..');
 const tmp = mkdtempSync(join(tmpdir(), 'fathom-fullstack-'));
@@ -258,9 +261,10 @@ async function main() {
         ),
       );
     }
-    if (longSeconds > 0) {
-      console.log(`\nmemory: one non-streamed fathom run of ${longSeconds} s, RSS sampled every second`);
-      const f = await fathom('json', longSeconds, 1000);
+    for (const mode of longSeconds > 0 ? longModes : []) {
+      const kind = mode === 'stream' ? 'streamed' : 'non-streamed';
+      console.log(`\nmemory: one ${kind} fathom run of ${longSeconds} s, RSS sampled every second`);
+      const f = await fathom(mode, longSeconds, 1000);
       const during = f.rss.filter((r) => r.atS > 5);
       const step = Math.max(1, Math.floor(during.length / 10));
       console.log(

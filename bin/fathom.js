@@ -34,9 +34,10 @@ function stale() {
  * only a node started with it has). The reducer shrinks an isolate's heap once it looks idle,
  * young generation included: after a quiet spell the gateway then scavenged every ~110 ms instead
  * of about once a second, and the first round of traffic after it added 3.1-3.6 ms at P99 on the
- * primary's path instead of 0.2-0.6 ms (bench/shadow-gateway.bench.ts, bench/RESULTS.md 2026-12-04). The child runs in its
- * own process group, so each signal reaches it once, forwarded from here (SIGINT, SIGTERM: close
- * or drain; SIGUSR2: the kill switch); it closes itself when this process goes away.
+ * primary's path instead of 0.2-0.6 ms (bench/shadow-gateway.bench.ts, bench/RESULTS.md
+ * 2026-12-04). The child runs in its own process group, so each signal reaches it once,
+ * forwarded from here (SIGINT, SIGTERM: close or drain; SIGUSR2: the kill switch); it closes
+ * itself when this process goes away.
  */
 const GATEWAY_NODE_FLAGS = ['--no-memory-reducer'];
 const argv = process.argv.slice(2);

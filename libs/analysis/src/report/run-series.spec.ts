@@ -1,5 +1,33 @@
+import { envelope, type TelemetryWindow } from '@fathom/contracts';
+import { mergeWindows } from '@fathom/load';
 import { RUN_SERIES_LIMITS, buildRunSeries } from './run-series';
 import { T0, fixtureReport } from './report-document.test-util';
+
+let seq = 0;
+/** A window of `requests` requests from `startMs` after T0, `windowMs` long, as a generator sends it. */
+function win(
+  startMs: number,
+  windowMs: number,
+  requests: number,
+  generatorId = 'g0',
+  phase?: 'warmup',
+): TelemetryWindow {
+  return {
+    ...envelope('c-1', 'run-1', T0 + startMs + windowMs),
+    ...mergeWindows([]),
+    generatorId,
+    shard: 0,
+    windowStart: T0 + startMs,
+    windowMs,
+    seq: seq++,
+    requests,
+    outputTokens: requests * 2,
+    ...(phase ? { phase: { step: 0, segment: phase, kind: 'run' } } : {}),
+  } as TelemetryWindow;
+}
+
+const series = (windows: TelemetryWindow[]) =>
+  buildRunSeries({ windows, digests: [], gpu: [], detectors: [], tokenStats: null });
 
 describe(buildRunSeries.name, () => {
   it('merges the generators of each second into one window with exact quantiles', () => {
@@ -46,5 +74,37 @@ describe(buildRunSeries.name, () => {
     expect(sut.bucketMs).toBe(3000);
     expect(sut.windows.reduce((n, w) => n + w.requests, 0)).toBe(2000);
     expect(sut.records).toHaveLength(RUN_SERIES_LIMITS.maxRecords);
+  });
+
+  it('puts each window in the second that holds its middle: a tick a moment late leaves no empty second', () => {
+    // Windows as the engine ticks them: each ends where the next starts, at times a little off the
+    // grid. By their ends, every window after the first late tick fell one second on.
+    // Ticks at 1000.6, 2000.3 and 3001.2 ms; the run ended at 3400 ms.
+    const sut = series([
+      win(0, 1001, 100),
+      win(1000.6, 1000, 100),
+      win(2000.3, 1001, 100),
+      win(3001.2, 399, 40),
+    ]);
+    expect(sut.bucketMs).toBe(1000);
+    expect(sut.windows.map((w) => w.at - T0)).toEqual([1000, 2000, 3000, 4000]);
+    expect(sut.windows[3]).toMatchObject({ requests: 40, seconds: 0.399 });
+    expect(sut.windows[3].requestsPerSec).toBeCloseTo(100.25, 2);
+  });
+
+  it("takes a stalled tick's long window for the time it covered, not for one second", () => {
+    const sut = series([win(0, 1000, 50), win(1000, 2400, 240), win(3400, 1000, 100)]);
+    expect(sut.windows.map((w) => [w.at - T0, w.seconds, w.requestsPerSec])).toEqual([
+      [1000, 1, 50],
+      [3000, 2.4, 100],
+      [4000, 1, 100],
+    ]);
+    expect(sut.windows[1].outputTokensPerSec).toBe(200);
+  });
+
+  it('counts a span once when a tick closed a window per phase, and adds generators up', () => {
+    const sut = series([win(0, 500, 10, 'g0', 'warmup'), win(0, 500, 40, 'g0'), win(30, 500, 25, 'g1')]);
+    expect(sut.windows).toHaveLength(1);
+    expect(sut.windows[0]).toMatchObject({ requests: 75, seconds: 0.5, requestsPerSec: 150 });
   });
 });

@@ -48,10 +48,14 @@ export interface SeriesLatency {
   readonly max: number | null;
 }
 
-/** One bucket of the run (every generator's windows that ended in it, merged exactly). */
+/** One bucket of the run (every generator's windows whose middle is in it, merged exactly). */
 export interface SeriesWindow {
   /** Bucket end, epoch ms. */
   readonly at: number;
+  /**
+   * Time its windows measured: the bucket's length, or what one generator's windows in it
+   * covered when that is shorter (the run's last, cut-short window) or longer (a stalled tick).
+   */
   readonly seconds: number;
   readonly requests: number;
   readonly errors: number;
@@ -172,15 +176,63 @@ export interface RunSeriesInput {
 
 /**
  * The series' buckets over a run's windows: from the first window's start, a whole number of the
- * generators' window length (a shard's last window can be cut short: not the bucket size), so
- * that at most `maxBuckets` cover the run.
+ * generators' window length, so that at most `maxBuckets` cover the run. That length is the
+ * windows' median: each window has its measured length (a tick a millisecond late makes a window
+ * of 1001 ms, a stall one of seconds, a shard's last one is cut short), and neither the longest
+ * nor the shortest is the grid the generators tick on.
  */
 export function seriesBuckets(windows: readonly TelemetryWindow[]): { start: number; bucketMs: number } {
-  const baseMs = windows.length ? Math.max(...windows.map((w) => w.windowMs)) : 1000;
+  const baseMs = windows.length ? medianOf(windows.map((w) => w.windowMs)) : 1000;
   const start = windows.length ? Math.min(...windows.map((w) => w.windowStart)) : 0;
   const end = windows.length ? Math.max(...windows.map((w) => w.windowStart + w.windowMs)) : 0;
   const bucketMs = Math.max(1, Math.ceil((end - start) / baseMs / RUN_SERIES_LIMITS.maxBuckets)) * baseMs;
   return { start, bucketMs };
+}
+
+/**
+ * The bucket a window belongs to: the one holding its middle. (By its end, every window after a
+ * tick that came a fraction of a millisecond late fell one bucket on, leaving an empty one.)
+ */
+export function bucketOfWindow(w: TelemetryWindow, start: number, bucketMs: number): number {
+  return Math.max(0, Math.floor((w.windowStart + w.windowMs / 2 - start) / bucketMs));
+}
+
+/**
+ * A bucket's request and output-token rates: each generator's counts over the time its windows
+ * in the bucket measured (a tick closes one window per load phase, over the same span: counted
+ * once), summed over generators; and that time (the longest generator's). Windows measure what
+ * they cover: a cut-short last window or a stalled tick's long one is not taken for a bucket.
+ */
+function bucketRates(windows: readonly TelemetryWindow[]): {
+  seconds: number;
+  requestsPerSec: number;
+  outputTokensPerSec: number;
+} {
+  const spans = new Map<string, { requests: number; outputTokens: number; ms: Map<number, number> }>();
+  for (const w of windows) {
+    const key = `${w.generatorId}\u0000${w.shard}`;
+    let span = spans.get(key);
+    if (span === undefined) spans.set(key, (span = { requests: 0, outputTokens: 0, ms: new Map() }));
+    span.requests += w.requests;
+    span.outputTokens += w.outputTokens;
+    span.ms.set(w.windowStart, Math.max(span.ms.get(w.windowStart) ?? 0, w.windowMs));
+  }
+  let requestsPerSec = 0;
+  let outputTokensPerSec = 0;
+  let longestMs = 0;
+  for (const span of spans.values()) {
+    let ms = 0;
+    for (const m of span.ms.values()) ms += m;
+    requestsPerSec += (span.requests * 1000) / ms;
+    outputTokensPerSec += (span.outputTokens * 1000) / ms;
+    longestMs = Math.max(longestMs, ms);
+  }
+  return { seconds: longestMs / 1000, requestsPerSec, outputTokensPerSec };
+}
+
+function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
 /** Builds the report's time series from the run's stored evidence. Pure. */
@@ -196,7 +248,7 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
   const judgedByBucket: ReadonlyMap<number, GoodputCounts> = placed?.judgedByBucket ?? new Map();
   const byBucket = new Map<number, TelemetryWindow[]>();
   for (const w of windows) {
-    const index = Math.max(0, Math.ceil((w.windowStart + w.windowMs - start) / bucketMs) - 1);
+    const index = bucketOfWindow(w, start, bucketMs);
     const list = byBucket.get(index);
     if (list) list.push(w);
     else byBucket.set(index, [w]);
@@ -214,7 +266,8 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
     let inputTokens = 0;
     let outputTokens = 0;
     const errorClasses: Record<string, number> = {};
-    for (const w of byBucket.get(index)!) {
+    const inBucket = byBucket.get(index)!;
+    for (const w of inBucket) {
       requests += w.requests;
       errors += w.errors;
       dropped += w.dropped;
@@ -229,8 +282,7 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
       }
     }
     for (const name of HISTOGRAMS) whole[name].add(bucket[name]!);
-    const seconds = bucketMs / 1000;
-    const rps = requests / seconds;
+    const { seconds, requestsPerSec: rps, outputTokensPerSec } = bucketRates(inBucket);
     const judged = judgedByBucket.get(index) ?? { judged: 0, good: 0, semanticallyGood: 0 };
     const lat = (name: HistogramName): SeriesLatency => tailQuantilesMs(bucket[name]!);
     series.push({
@@ -244,7 +296,7 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
       inputTokens,
       outputTokens,
       requestsPerSec: rps,
-      outputTokensPerSec: outputTokens / seconds,
+      outputTokensPerSec,
       latencyMs: { e2e: lat('e2e'), correctedE2e: lat('correctedE2e'), ttft: lat('ttft'), itl: lat('itl') },
       ...judged,
       goodputPerSec: judged.judged ? (rps * judged.good) / judged.judged : null,

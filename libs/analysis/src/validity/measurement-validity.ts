@@ -98,9 +98,11 @@ export function assessValidity(
     });
   }
 
-  // Throughput per window start (summed over generators), first and last (ramp) excluded.
+  // Throughput per window start (requests a second, summed over generators: windows have their
+  // measured lengths), first and last (ramp) excluded.
   const perStart = new Map<number, number>();
-  for (const w of windows) perStart.set(w.windowStart, (perStart.get(w.windowStart) ?? 0) + w.requests);
+  for (const w of windows)
+    perStart.set(w.windowStart, (perStart.get(w.windowStart) ?? 0) + (w.requests * 1000) / w.windowMs);
   const middle = [...perStart.entries()]
     .sort((a, b) => a[0] - b[0])
     .slice(1, -1)
@@ -123,7 +125,7 @@ export function assessValidity(
         reasons.push({
           kind: 'no-steady-state',
           detail: `throughput per window varies by CV ${Number.isFinite(cv) ? cv.toFixed(2) : 'inf'} (> ${options.maxThroughputCv}) with no target-side cause named`,
-          figures: { cv: Number.isFinite(cv) ? cv : -1, meanRequestsPerWindow: mean, windows: middle.length },
+          figures: { cv: Number.isFinite(cv) ? cv : -1, meanRequestsPerSec: mean, windows: middle.length },
         });
       }
     }

@@ -126,6 +126,56 @@ describe(runShard.name, () => {
     }
   });
 
+  it('tiles the run with windows of their measured length: no gap, a stall makes one long window', async () => {
+    const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 2 }));
+    const { sink, records, windows } = collectingSink();
+    let stalled = false;
+    const stallingSink: TelemetrySink = {
+      ...sink,
+      record: (r) => {
+        sink.record(r);
+        // Blocks the event loop for 2.5 windows once, a third of the way into the run.
+        if (!stalled && r.startedAt - records[0].startedAt > 250) {
+          stalled = true;
+          const until = performance.now() + 250;
+          while (performance.now() < until);
+        }
+      },
+    };
+    try {
+      await runShard({
+        spec: spec(target.url, { concurrency: 2, durationMs: 900, recordSampleRate: 1 }),
+        shard: shard0,
+        ...ids,
+        sink: stallingSink,
+        signal: new AbortController().signal,
+        windowMs: 100,
+      });
+      expect(stalled).toBe(true);
+      const sorted = [...windows].sort((a, b) => a.windowStart - b.windowStart);
+      for (let i = 1; i < sorted.length; i++) {
+        // Each window ends where the next starts (its length is rounded to the millisecond).
+        expect(
+          Math.abs(sorted[i - 1].windowStart + sorted[i - 1].windowMs - sorted[i].windowStart),
+        ).toBeLessThanOrEqual(0.5);
+      }
+      expect(sorted.filter((w) => w.windowMs >= 250)).not.toHaveLength(0);
+      // The grid is not caught up with empty windows after the stall, and the ticks do not drift.
+      // (The last window ends with the run: it may be cut short.)
+      expect(
+        sorted
+          .slice(0, -1)
+          .map((w) => w.windowMs)
+          .filter((ms) => ms < 45),
+      ).toEqual([]);
+      const covered =
+        sorted[sorted.length - 1].windowStart + sorted[sorted.length - 1].windowMs - sorted[0].windowStart;
+      expect(covered).toBeGreaterThanOrEqual(900);
+    } finally {
+      await target.close();
+    }
+  });
+
   it('classifies a refused connection as connect', async () => {
     const target = await startLocalOpenAi(() => ({ kind: 'status', status: 200 }));
     await target.close();

@@ -279,12 +279,24 @@ class ShardRun implements AdaptiveExecutorContext {
     signal.addEventListener('abort', onAbort, { once: true });
 
     this.health = new GeneratorHealthMonitor(maxInFlight);
-    let windowStartMono = performance.now();
-    const ticker = setInterval(() => {
+    // Windows tile the run: each ends where the next starts, with its measured length. Ticks aim
+    // at a fixed grid (first start + k * windowMs) rather than an interval, which drifts by each
+    // tick's lateness: a drifted or late window, labelled with the nominal length, landed in the
+    // report's next second and left an empty one behind (seen on every run whose first tick was
+    // late, a second in which nothing seemed to be measured). A tick a stall delayed past half a
+    // window closes one longer window; the grid is not caught up with empty ones.
+    const firstWindowMono = performance.now();
+    let windowStartMono = firstWindowMono;
+    let ticker: ReturnType<typeof setTimeout>;
+    const tick = () => {
       const now = performance.now();
-      this.emitWindow(windowStartMono, this.windowMs);
+      this.emitWindow(windowStartMono, Math.max(1, Math.round(now - windowStartMono)));
       windowStartMono = now;
-    }, this.windowMs);
+      const next =
+        firstWindowMono + (Math.round((now - firstWindowMono) / this.windowMs) + 1) * this.windowMs;
+      ticker = setTimeout(tick, Math.max(1, next - performance.now()));
+    };
+    ticker = setTimeout(tick, this.windowMs);
 
     const startMono = performance.now();
     const endMono = startMono + this.spec.load.durationMs;
@@ -344,7 +356,7 @@ class ShardRun implements AdaptiveExecutorContext {
       }
       await this.drained();
     } finally {
-      clearInterval(ticker);
+      clearTimeout(ticker);
       if (this.timeoutTimer !== null) clearTimeout(this.timeoutTimer);
       this.timeoutTimer = null;
       if (this.settleTimer !== null) clearTimeout(this.settleTimer);

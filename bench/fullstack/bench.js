@@ -4,8 +4,10 @@
 // peer to core 0 (taskset); same concurrency; rounds alternate peer and Fathom, non-streamed
 // (peer: autocannon) and streamed (peer: a bare undici SSE reader). Prints throughput and P50
 // per round and their ratios (Fathom / peer), how busy the client's and the target's cores were
-// in each run (a target core near 100 % means the target set that rate), and Fathom's RSS over
-// time. Figures, never a test.
+// in each run (a target core near 100 % means the target set that rate), what the target itself
+// served in each run (its count beside the client's, `(=)` when they agree, and its rate from the
+// first completion to the last: a ratio that no client's own time keeping can bend), and Fathom's
+// RSS over time. Figures, never a test.
 //
 // Usage: node bench/fullstack/bench.js [--seconds 10] [--concurrency 16] [--rounds 3]
 //          [--modes json,stream] [--long-seconds 60 | --long] [--long-modes json,stream] [--port N]
@@ -87,13 +89,36 @@ function onClientCore(args, onSpawn = () => undefined) {
 }
 
 async function peer([script, ...extra]) {
+  await resetServed();
   const out = await onClientCore([join(here, script), url, String(concurrency), String(seconds), ...extra]);
+  const served = await servedSince();
   try {
-    return { ...JSON.parse(out.stdout.trim().split('\n').pop()), cores: out.cores };
+    return { ...JSON.parse(out.stdout.trim().split('\n').pop()), cores: out.cores, served };
   } catch {
     throw new Error(`${script}: ${out.stdout}\n${out.stderr}`);
   }
 }
+
+/** The target's own count restarts (`target.js` `POST /stats/reset`). */
+async function resetServed() {
+  const res = await fetch(`${url.replace(/\/v1$/, '')}/stats/reset`, { method: 'POST' });
+  await res.arrayBuffer();
+}
+
+/**
+ * What the target served since the reset, as it counts: completions, and its rate between the
+ * first and the last of them (start-up and shutdown of the client left out, on both sides).
+ */
+async function servedSince() {
+  const res = await fetch(`${url.replace(/\/v1$/, '')}/stats`);
+  const s = await res.json();
+  const spanS = s.firstMs === null ? 0 : (s.lastMs - s.firstMs) / 1000;
+  return { completions: s.completions, perSec: spanS > 0 ? s.completions / spanS : 0 };
+}
+
+/** The target's count beside the client's: `=` when they agree, else both. */
+const servedText = (client, served) =>
+  `target served ${served.completions}${served.completions === client ? ' (=)' : ` (client says ${client})`} at ${f1(served.perSec)} req/s`;
 
 /** /proc/stat's jiffies of the client's and the target's cores: [user, nice, system, idle, iowait, ...] each; null off Linux. */
 function coresJiffies() {
@@ -176,6 +201,7 @@ async function fathom(mode, durationS, sampleMs = 500) {
   const t0 = Date.now();
   const rss = [];
   let sampler;
+  await resetServed();
   const out = await onClientCore(
     [join(root, 'bin', 'fathom.js'), 'run', campaignFile(mode, durationS), '--json'],
     (child) => {
@@ -186,6 +212,7 @@ async function fathom(mode, durationS, sampleMs = 500) {
     },
   );
   clearInterval(sampler);
+  const served = await servedSince();
   let s;
   try {
     s = JSON.parse(out.stdout).summary;
@@ -204,6 +231,7 @@ async function fathom(mode, durationS, sampleMs = 500) {
     validity: s.validity?.valid === false ? s.validity.reasons.map((r) => r.kind).join(',') : 'valid',
     rss,
     cores: out.cores,
+    served,
   };
 }
 
@@ -229,7 +257,7 @@ async function main() {
   try {
     for (const mode of rounds > 0 ? modes : []) {
       const scripts = PEERS[mode];
-      const ratios = scripts.map(() => ({ throughput: [], p50: [] }));
+      const ratios = scripts.map(() => ({ throughput: [], p50: [], served: [] }));
       console.log(
         `\n${mode === 'json' ? 'non-streamed (peer: autocannon)' : 'streamed, 16 tokens (peers: a bare undici SSE reader; one that parses each event as serving benchmarks do)'}`,
       );
@@ -247,17 +275,19 @@ async function main() {
           const pr = f.p50Ms / p.p50Ms;
           ratios[i].throughput.push(tr);
           ratios[i].p50.push(pr);
-          return `${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms${coresText(p.cores)}: throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`;
+          ratios[i].served.push(f.served.perSec / p.served.perSec);
+          return `${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms${coresText(p.cores)}, ${servedText(p.requests, p.served)}: throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`;
         });
         console.log(
           `  round ${round}: fathom ${f1(f.requestsPerSec)} req/s P50 ${f1(f.p50Ms)} ms (${f.records} records, ` +
-            `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB${coresText(f.cores)}) | ${parts.join(' | ')}`,
+            `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB${coresText(f.cores)}, ${servedText(f.requests, f.served)}) | ${parts.join(' | ')}`,
         );
       }
       scripts.forEach((argv, i) =>
         console.log(
           `  median against ${argv.join(' ')}: throughput x${median(ratios[i].throughput).toFixed(2)} of the peer (goal >= 0.9), ` +
-            `P50 x${median(ratios[i].p50).toFixed(2)} (goal <= 1.25)`,
+            `P50 x${median(ratios[i].p50).toFixed(2)} (goal <= 1.25); as the target counted, first to last completion: ` +
+            `x${median(ratios[i].served).toFixed(2)}`,
         ),
       );
     }
@@ -276,7 +306,7 @@ async function main() {
       const half = during.filter((r) => r.atS >= during[during.length - 1].atS / 2);
       const growth = half.length > 1 ? half[half.length - 1].mib - half[0].mib : NaN;
       console.log(
-        `  ${f.requests} requests at ${f1(f.requestsPerSec)} req/s; RSS max ${f1(Math.max(...during.map((r) => r.mib)))} MiB; ` +
+        `  ${f.requests} requests at ${f1(f.requestsPerSec)} req/s, ${servedText(f.requests, f.served)}; RSS max ${f1(Math.max(...during.map((r) => r.mib)))} MiB; ` +
           `second half: ${f1(half[0]?.mib)} -> ${f1(half[half.length - 1]?.mib)} MiB (${growth >= 0 ? '+' : ''}${f1(growth)} MiB)`,
       );
     }

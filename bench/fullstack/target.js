@@ -3,6 +3,10 @@
 //   GET  /v1/models                               -> one model, "bench"
 //   POST /v1/chat/completions {"stream": false}   -> a small chat.completion JSON with usage
 //   POST /v1/chat/completions {"stream": true}    -> TOKENS content chunks back to back, finish, usage, [DONE]
+//   GET  /stats                                   -> what it served since the last reset: completions
+//                                                    answered, and the first and last one's time (ms)
+//   POST /stats/reset                             -> starts counting again
+// The bench counts against these, the target's own figures, not only against what a client says.
 // Usage: node target.js PORT [TOKENS=16] [BUSY_US=0]. Prints "target on PORT" when listening.
 // BUSY_US: CPU the target spends on each completion before answering (a spin), to make it slower
 // per request than a client: the bench's `--target-busy-us`.
@@ -31,8 +35,16 @@ const stream =
   Array.from({ length: tokens }, chunk).join('') +
   `data: {"id":"c1","object":"chat.completion.chunk","model":"bench","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n` +
   `data: {"id":"c1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":${tokens},"total_tokens":${tokens + 5}}}\n\ndata: [DONE]\n\n`;
+let served = { completions: 0, firstMs: null, lastMs: null };
 http
   .createServer((req, res) => {
+    if (req.url === '/stats' || req.url === '/stats/reset') {
+      if (req.method === 'POST') served = { completions: 0, firstMs: null, lastMs: null };
+      const text = JSON.stringify(served);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length }).end(text);
+      req.resume();
+      return;
+    }
     if (req.method === 'GET') {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': models.length }).end(models);
       return;
@@ -41,6 +53,10 @@ http
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       if (busyUs > 0) spin();
+      const now = performance.now();
+      served.completions++;
+      served.firstMs ??= now;
+      served.lastMs = now;
       if (body.includes('"stream":true')) {
         res.writeHead(200, {
           'content-type': 'text/event-stream',

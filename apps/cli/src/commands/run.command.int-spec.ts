@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -176,5 +176,70 @@ describe('fathom run FILE, interrupted', () => {
     expect(stdout).toMatch(/requests [1-9]\d*/);
     expect(code).toBe(130);
     expect(Date.now() - interruptedAt).toBeLessThan(30_000);
+  });
+});
+
+describe('fathom run FILE, counted by the target', () => {
+  jest.setTimeout(90_000);
+  let server: Server;
+  let served = 0;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fathom-run-count-'));
+    // Answers each completion at once and counts it: the target's own figure.
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json');
+        if (req.url === '/v1/models') {
+          res.end('{"object":"list","data":[{"id":"m"}]}');
+          return;
+        }
+        served++;
+        res.end(
+          '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}',
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reports what the target served, and its CSV lists each second once, summing to it', async () => {
+    const file = join(dir, 'counted.yaml');
+    const csv = join(dir, 'windows.csv');
+    await writeFile(
+      file,
+      stringify({
+        name: 'counted',
+        target: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` },
+        scenario: { type: 'chat', model: 'm', prompts: ['hi'], maxTokens: 4, stream: false },
+        load: { concurrency: 4, durationMs: 4000 },
+      }),
+    );
+    const sut = await fathom(['run', file, '--json', '--quiet', '--out', `csv=${csv}`]);
+    expect(sut.code).toBe(0);
+    const summary = JSON.parse(sut.stdout).summary as { requests: number; errors: number };
+    expect(summary.errors).toBe(0);
+    expect(summary.requests).toBeGreaterThan(100);
+    expect(summary.requests).toBe(served);
+    const [header, ...rows] = (await readFile(csv, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split(','));
+    const at = rows.map((r) => Number(r[header.indexOf('window_end_ms')]));
+    const seconds = rows.map((r) => Number(r[header.indexOf('seconds')]));
+    expect(rows.reduce((n, r) => n + Number(r[header.indexOf('requests')]), 0)).toBe(served);
+    expect(rows.length).toBeGreaterThanOrEqual(4);
+    // Consecutive seconds: a row comes one second after the last, or, after a window a stall made
+    // longer, as many seconds as that window covered.
+    for (let i = 1; i < rows.length; i++) {
+      expect(at[i] - at[i - 1]).toBeLessThanOrEqual(1000 * Math.ceil(seconds[i]));
+    }
   });
 });

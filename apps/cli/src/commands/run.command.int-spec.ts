@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,44 @@ function fathom(args: string[]): Promise<{ code: number; stdout: string; stderr:
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+interface CountingTarget {
+  /** Its OpenAI base URL (`.../v1`). */
+  readonly base: string;
+  /** Chat completions it received (each answered 5 ms later): the target's own count. */
+  readonly served: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A minimal OpenAI-compatible server: `/v1/models`, and every other request a chat completion
+ * 5 ms later, counted.
+ */
+async function startCountingTarget(): Promise<CountingTarget> {
+  let served = 0;
+  const completion =
+    '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}';
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url === '/v1/models') {
+        res.end('{"object":"list","data":[{"id":"m"}]}');
+        return;
+      }
+      served++;
+      setTimeout(() => res.end(completion), 5);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    get served() {
+      return served;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('fathom run FILE', () => {
@@ -109,43 +147,24 @@ describe('fathom run FILE', () => {
   });
 });
 
-describe('fathom run FILE, interrupted', () => {
+describe('fathom run FILE, against a target that counts what it served', () => {
   jest.setTimeout(90_000);
-  let server: Server;
-  let requests = 0;
+  let target: CountingTarget;
   let dir: string;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'fathom-run-int-'));
-    // A minimal OpenAI-compatible server answering every completion in 5 ms.
-    server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        if (req.url === '/v1/models') {
-          res.setHeader('content-type', 'application/json');
-          res.end('{"object":"list","data":[{"id":"m"}]}');
-          return;
-        }
-        requests++;
-        setTimeout(() => {
-          res.setHeader('content-type', 'application/json');
-          res.end(
-            '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}',
-          );
-        }, 5);
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    dir = await mkdtemp(join(tmpdir(), 'fathom-run-counted-'));
+    target = await startCountingTarget();
   });
 
   afterAll(async () => {
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await target.close();
     await rm(dir, { recursive: true, force: true });
   });
 
   it('aborts the run on Ctrl-C, prints the partial summary and exits 130', async () => {
     const file = join(dir, 'long.yaml');
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    const base = target.base;
     await writeFile(
       file,
       stringify({
@@ -163,8 +182,8 @@ describe('fathom run FILE, interrupted', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const deadline = Date.now() + 40_000;
     // The run is going once the target sees its requests.
-    while (requests < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(requests).toBeGreaterThanOrEqual(20);
+    while (target.served < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(target.served).toBeGreaterThanOrEqual(20);
     const interruptedAt = Date.now();
     child.kill('SIGINT');
     const code = await exited;
@@ -177,38 +196,6 @@ describe('fathom run FILE, interrupted', () => {
     expect(code).toBe(130);
     expect(Date.now() - interruptedAt).toBeLessThan(30_000);
   });
-});
-
-describe('fathom run FILE, counted by the target', () => {
-  jest.setTimeout(90_000);
-  let server: Server;
-  let served = 0;
-  let dir: string;
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'fathom-run-count-'));
-    // Answers each completion at once and counts it: the target's own figure.
-    server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.setHeader('content-type', 'application/json');
-        if (req.url === '/v1/models') {
-          res.end('{"object":"list","data":[{"id":"m"}]}');
-          return;
-        }
-        served++;
-        res.end(
-          '{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}',
-        );
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  });
-
-  afterAll(async () => {
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await rm(dir, { recursive: true, force: true });
-  });
 
   it('reports what the target served, and its CSV lists each second once, summing to it', async () => {
     const file = join(dir, 'counted.yaml');
@@ -217,12 +204,14 @@ describe('fathom run FILE, counted by the target', () => {
       file,
       stringify({
         name: 'counted',
-        target: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` },
+        target: { baseUrl: target.base },
         scenario: { type: 'chat', model: 'm', prompts: ['hi'], maxTokens: 4, stream: false },
         load: { concurrency: 4, durationMs: 4000 },
       }),
     );
+    const before = target.served;
     const sut = await fathom(['run', file, '--json', '--quiet', '--out', `csv=${csv}`]);
+    const served = target.served - before;
     expect(sut.code).toBe(0);
     const summary = JSON.parse(sut.stdout).summary as { requests: number; errors: number };
     expect(summary.errors).toBe(0);

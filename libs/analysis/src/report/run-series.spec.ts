@@ -92,6 +92,23 @@ describe(buildRunSeries.name, () => {
     expect(sut.windows[3].requestsPerSec).toBeCloseTo(100.25, 2);
   });
 
+  it("spaces its buckets by the generators' grid, not by the measured lengths' median", () => {
+    // Ticks a millisecond late, as CI saw: the measured lengths' median was 1001 ms, and buckets
+    // 1001 ms apart each held a window that measured 1000 ms.
+    const grid = (w: TelemetryWindow) => ({ ...w, gridMs: 1000 });
+    const sut = series([
+      grid(win(0, 1001, 100)),
+      grid(win(1001, 1001, 100)),
+      grid(win(2002, 1000, 100)),
+      grid(win(3002, 1001, 100)),
+      grid(win(4003, 300, 30)),
+    ]);
+    expect(sut.bucketMs).toBe(1000);
+    expect(sut.windows.map((w) => w.at - T0)).toEqual([1000, 2000, 3000, 4000, 5000]);
+    // Without a grid (windows stored before they carried one) the median is all there is.
+    expect(series([win(0, 1001, 1), win(1001, 1001, 1), win(2002, 1000, 1)]).bucketMs).toBe(1001);
+  });
+
   it("takes a stalled tick's long window for the time it covered, not for one second", () => {
     const sut = series([win(0, 1000, 50), win(1000, 2400, 240), win(3400, 1000, 100)]);
     expect(sut.windows.map((w) => [w.at - T0, w.seconds, w.requestsPerSec])).toEqual([

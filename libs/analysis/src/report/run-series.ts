@@ -176,13 +176,15 @@ export interface RunSeriesInput {
 
 /**
  * The series' buckets over a run's windows: from the first window's start, a whole number of the
- * generators' window length, so that at most `maxBuckets` cover the run. That length is the
- * windows' median: each window has its measured length (a tick a millisecond late makes a window
- * of 1001 ms, a stall one of seconds, a shard's last one is cut short), and neither the longest
- * nor the shortest is the grid the generators tick on.
+ * generators' grid (the length they tick at), so that at most `maxBuckets` cover the run. Each
+ * window has its measured length (a tick a millisecond late makes a window of 1001 ms, a stall one
+ * of seconds, a shard's last one is cut short), and none of those is the grid: a median of 1001 ms
+ * spaced the buckets 1001 ms apart, a millisecond more than a one-second window measured, and
+ * drifting off the generators' ticks by a second every thousand. Windows stored before they
+ * carried their grid fall back to the measured lengths' median.
  */
 export function seriesBuckets(windows: readonly TelemetryWindow[]): { start: number; bucketMs: number } {
-  const baseMs = windows.length ? medianOf(windows.map((w) => w.windowMs)) : 1000;
+  const baseMs = windows.length ? medianOf(windows.map((w) => w.gridMs ?? w.windowMs)) : 1000;
   const start = windows.length ? Math.min(...windows.map((w) => w.windowStart)) : 0;
   const end = windows.length ? Math.max(...windows.map((w) => w.windowStart + w.windowMs)) : 0;
   const bucketMs = Math.max(1, Math.ceil((end - start) / baseMs / RUN_SERIES_LIMITS.maxBuckets)) * baseMs;

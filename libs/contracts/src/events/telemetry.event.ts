@@ -198,7 +198,13 @@ export const TelemetryWindowSchema = z.object({
   generatorId: z.string(),
   shard: z.number().int().nonnegative(),
   windowStart: z.number(),
+  /** Measured length of the window (a late tick makes 1001 ms, a stall seconds). */
   windowMs: z.number().int().positive(),
+  /**
+   * The length the generator ticks at: windows lie on its grid. Absent from windows stored before
+   * it was sent; readers then take the measured lengths' median.
+   */
+  gridMs: z.number().int().positive().optional(),
   /** Sequence of this window within the generator's shard: lets a consumer spot a gap. */
   seq: z.number().int().nonnegative(),
   requests: z.number().int().nonnegative(),

@@ -115,6 +115,7 @@ export class WindowRecorder {
       seq: this.nextSeq ? this.nextSeq() : this.seq++,
       windowStart,
       windowMs,
+      gridMs: this.windowMs,
       requests: this.requests,
       errors: this.errors,
       errorClasses: this.errorClasses,

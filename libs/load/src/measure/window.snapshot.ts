@@ -14,7 +14,10 @@ export interface WindowSnapshot {
   seq: number;
   /** Epoch ms of the window's start. */
   windowStart: number;
+  /** Measured length: ticks come late, a stalled one closes a longer window, the last is cut. */
   windowMs: number;
+  /** The length the generator ticks at (its grid); reports bucket by it, not by measured ones. */
+  gridMs?: number;
   requests: number;
   errors: number;
   errorClasses: Record<string, number>;

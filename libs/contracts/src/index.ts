@@ -27,3 +27,4 @@ export * from './campaign/secret.schema';
 export * from './json-depth.util';
 export * from './http/run-progress.schema';
 export * from './field-validation';
+export * from './extent.util';

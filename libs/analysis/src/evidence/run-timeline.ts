@@ -1,4 +1,10 @@
-import type { DetectorSignal, GpuSample, GpuTelemetry, TelemetryWindow } from '@fathom/contracts';
+import {
+  maxOf,
+  type DetectorSignal,
+  type GpuSample,
+  type GpuTelemetry,
+  type TelemetryWindow,
+} from '@fathom/contracts';
 import {
   addSparse,
   decodeSparseHistogram,
@@ -278,7 +284,7 @@ export function gpuMean(points: readonly GpuPoint[], metric: string): number | n
 
 export function gpuMax(points: readonly GpuPoint[], metric: string): number | null {
   const values = gpuSeries(points, metric).map((p) => p.value);
-  return values.length ? Math.max(...values) : null;
+  return values.length ? maxOf(values) : null;
 }
 
 /** Increase of a counter over the span (sum over engines of last - first, restarts count from 0). */

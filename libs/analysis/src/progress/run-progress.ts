@@ -1,9 +1,11 @@
-import type {
-  BreakerChange,
-  BreakerState,
-  RunProgress,
-  SloTierChange,
-  TelemetryWindow,
+import {
+  minOf,
+  maxOf,
+  type BreakerChange,
+  type BreakerState,
+  type RunProgress,
+  type SloTierChange,
+  type TelemetryWindow,
 } from '@fathom/contracts';
 import { decodeHistogram, newLatencyHistogram, quantilesFromHistogram } from '@fathom/load';
 import { assessValidity } from '../validity/measurement-validity';
@@ -71,9 +73,9 @@ export function buildRunProgress(
   const elapsedMs =
     input.startedAt === null ? 0 : Math.max(0, (input.endedAt ?? input.nowMs) - input.startedAt);
 
-  const newestEnd = Math.max(0, ...input.windows.map((w) => w.windowStart + w.windowMs));
+  const newestEnd = Math.max(0, maxOf(input.windows.map((w) => w.windowStart + w.windowMs)));
   const recent = input.windows.filter((w) => w.windowStart >= newestEnd - PROGRESS_RATE_SPAN_MS);
-  const recentSpanMs = recent.length ? newestEnd - Math.min(...recent.map((w) => w.windowStart)) : 0;
+  const recentSpanMs = recent.length ? newestEnd - minOf(recent.map((w) => w.windowStart)) : 0;
   const requestsPerSec =
     recentSpanMs > 0 ? (recent.reduce((n, w) => n + w.requests, 0) * 1000) / recentSpanMs : 0;
 

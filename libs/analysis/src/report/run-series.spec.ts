@@ -1,6 +1,6 @@
 import { envelope, type TelemetryWindow } from '@fathom/contracts';
 import { mergeWindows } from '@fathom/load';
-import { RUN_SERIES_LIMITS, buildRunSeries } from './run-series';
+import { RUN_SERIES_LIMITS, buildRunSeries, requestRatesPerBucket, seriesBuckets } from './run-series';
 import { T0, fixtureReport } from './report-document.test-util';
 
 let seq = 0;
@@ -107,6 +107,23 @@ describe(buildRunSeries.name, () => {
     expect(sut.windows.map((w) => w.at - T0)).toEqual([1000, 2000, 3000, 4000, 5000]);
     // Without a grid (windows stored before they carried one) the median is all there is.
     expect(series([win(0, 1001, 1), win(1001, 1001, 1), win(2002, 1000, 1)]).bucketMs).toBe(1001);
+  });
+
+  it("buckets a day of two shards' windows, more than a spread of arguments can take", () => {
+    // 172,800 windows: Math.min(...starts) threw RangeError (Maximum call stack size exceeded).
+    const base = { ...win(0, 1000, 10), gridMs: 1000 };
+    const day = [0, 1].flatMap((shard) =>
+      Array.from({ length: 86_400 }, (_, i) => ({
+        ...base,
+        shard,
+        windowStart: T0 + i * 1000 + shard * 137,
+      })),
+    );
+    // 86,400.137 s in at most 720 buckets: 121 s each, 715 of them.
+    expect(seriesBuckets(day)).toEqual({ start: T0, bucketMs: 121_000 });
+    const rates = requestRatesPerBucket(day);
+    expect(rates).toHaveLength(715);
+    expect(rates[1]).toBeCloseTo(20, 9);
   });
 
   it("takes a stalled tick's long window for the time it covered, not for one second", () => {

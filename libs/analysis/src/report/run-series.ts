@@ -1,4 +1,4 @@
-import type { DetectorSignal, TelemetryWindow, TokenSample } from '@fathom/contracts';
+import { minOf, maxOf, type DetectorSignal, type TelemetryWindow, type TokenSample } from '@fathom/contracts';
 import {
   binCountsMs,
   decodeHistogram,
@@ -185,8 +185,8 @@ export interface RunSeriesInput {
  */
 export function seriesBuckets(windows: readonly TelemetryWindow[]): { start: number; bucketMs: number } {
   const baseMs = windows.length ? medianOf(windows.map((w) => w.gridMs ?? w.windowMs)) : 1000;
-  const start = windows.length ? Math.min(...windows.map((w) => w.windowStart)) : 0;
-  const end = windows.length ? Math.max(...windows.map((w) => w.windowStart + w.windowMs)) : 0;
+  const start = windows.length ? minOf(windows.map((w) => w.windowStart)) : 0;
+  const end = windows.length ? maxOf(windows.map((w) => w.windowStart + w.windowMs)) : 0;
   const bucketMs = Math.max(1, Math.ceil((end - start) / baseMs / RUN_SERIES_LIMITS.maxBuckets)) * baseMs;
   return { start, bucketMs };
 }
@@ -230,6 +230,23 @@ function bucketRates(windows: readonly TelemetryWindow[]): {
     longestMs = Math.max(longestMs, ms);
   }
   return { seconds: longestMs / 1000, requestsPerSec, outputTokensPerSec };
+}
+
+/**
+ * The run's request rate per bucket of `seriesBuckets` (every generator's and shard's windows in
+ * it summed, each over the time its windows measured: `bucketRates`), in time order; a bucket
+ * no window's middle fell in (a stalled tick's long window covers it from the next) is left out.
+ */
+export function requestRatesPerBucket(windows: readonly TelemetryWindow[]): number[] {
+  const { start, bucketMs } = seriesBuckets(windows);
+  const byBucket = new Map<number, TelemetryWindow[]>();
+  for (const w of windows) {
+    const index = bucketOfWindow(w, start, bucketMs);
+    const list = byBucket.get(index);
+    if (list) list.push(w);
+    else byBucket.set(index, [w]);
+  }
+  return [...byBucket.keys()].sort((a, b) => a - b).map((i) => bucketRates(byBucket.get(i)!).requestsPerSec);
 }
 
 function medianOf(values: readonly number[]): number {

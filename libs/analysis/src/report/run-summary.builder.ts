@@ -7,6 +7,8 @@ import {
   type RunSummary,
   type SloTierChange,
   type TelemetryWindow,
+  minOf,
+  maxOf,
 } from '@fathom/contracts';
 import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
@@ -232,9 +234,9 @@ function sum<T>(items: readonly T[], f: (item: T) => number): number {
 }
 
 function min(values: number[]): number | null {
-  return values.length ? Math.min(...values) : null;
+  return values.length ? minOf(values) : null;
 }
 
 function max(values: number[]): number | null {
-  return values.length ? Math.max(...values) : null;
+  return values.length ? maxOf(values) : null;
 }

@@ -1,4 +1,4 @@
-import type { TelemetryWindow } from '@fathom/contracts';
+import { minOf, maxOf, type TelemetryWindow } from '@fathom/contracts';
 import { DEFAULT_BANDWIDTH_SATURATION_THRESHOLD } from '@fathom/gpu';
 import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
 import { CauseThresholds } from './cause-thresholds.constant';
@@ -120,8 +120,8 @@ export function range(
 ): { since: number; until: number } {
   if (!digests.length) return { since: fallback.fromMs, until: fallback.toMs };
   return {
-    since: Math.min(...digests.map((d) => d.startedAt)),
-    until: Math.max(...digests.map((d) => d.at)),
+    since: minOf(digests.map((d) => d.startedAt)),
+    until: maxOf(digests.map((d) => d.at)),
   };
 }
 

@@ -54,6 +54,15 @@ describe(rootCausesOfRun.name, () => {
 });
 
 describe(judgeClientBound.name, () => {
+  it('judges a client-bound day of two shards (172,800 windows) at once', () => {
+    // Each window was copied into its shard's list anew (quadratic), and Math.max(...windows)
+    // threw RangeError past ~125,000 of them.
+    const day = windowsWith(Array.from({ length: 86_400 }, () => saturated));
+    const both = [...day, ...day.map((w) => ({ ...w, shard: 1 }))];
+    const sut = judgeClientBound(both);
+    expect(sut).toMatchObject({ windows: 172_796, boundWindows: 172_796, since: 1000, until: 86_399_000 });
+  });
+
   it('weighs loop delay against what the window measured: 60 ms distorts 1 ms answers, not 2 s ones', () => {
     const delayed = (e2eP50Ms: number) => ({ ...idle, loopDelayP99Ms: 60, e2eP50Ms });
     expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(1))))).not.toBeNull();

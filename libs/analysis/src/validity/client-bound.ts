@@ -1,4 +1,4 @@
-import type { RootCauseCause, TelemetryWindow } from '@fathom/contracts';
+import { minOf, maxOf, type RootCauseCause, type TelemetryWindow } from '@fathom/contracts';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
 import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
 
@@ -31,14 +31,17 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
   for (const w of windows) {
     if (!w.health) continue;
     const key = `${w.generatorId}/${w.shard}`;
-    byShard.set(key, [...(byShard.get(key) ?? []), w]);
+    // Pushed, not copied: a copy per window was quadratic (a 24 h shard has 86,400 windows).
+    const list = byShard.get(key);
+    if (list) list.push(w);
+    else byShard.set(key, [w]);
   }
   const judged: TelemetryWindow[] = [];
   for (const list of byShard.values()) {
     // The first window holds the ramp (connections, JIT), the last is partial: judged only between.
     if (list.length < 3) continue;
     list.sort((a, b) => a.seq - b.seq);
-    judged.push(...list.slice(1, -1));
+    for (let i = 1; i < list.length - 1; i++) judged.push(list[i]);
   }
   if (!judged.length) return null;
   const bound = judged.filter((w) => clientBoundReason(w.health!) !== null);
@@ -48,9 +51,9 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
     return sorted[Math.floor(sorted.length / 2)];
   };
   const utilization = median(judged.map((w) => w.health!.loopUtilization));
-  const delayP99 = Math.max(...judged.map((w) => w.health!.loopDelayP99Ms));
+  const delayP99 = maxOf(judged.map((w) => w.health!.loopDelayP99Ms));
   const cpuBusy = median(judged.map((w) => w.health!.cpuBusy));
-  const sendLate = Math.max(...judged.map((w) => w.health!.sendLateP99Ms));
+  const sendLate = maxOf(judged.map((w) => w.health!.sendLateP99Ms));
   const busyWindows = bound.filter(
     (w) => w.health!.loopUtilization >= CLIENT_BOUND_THRESHOLDS.loopUtilization,
   ).length;
@@ -73,8 +76,8 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
       cpuBusyMedian: cpuBusy,
       sendLateP99MaxMs: sendLate,
     },
-    since: Math.min(...bound.map((w) => w.windowStart)),
-    until: Math.max(...bound.map((w) => w.windowStart + w.windowMs)),
+    since: minOf(bound.map((w) => w.windowStart)),
+    until: maxOf(bound.map((w) => w.windowStart + w.windowMs)),
   };
 }
 

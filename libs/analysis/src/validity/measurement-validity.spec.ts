@@ -27,6 +27,25 @@ describe(assessValidity.name, () => {
     });
   });
 
+  it('sums the shards of each second: uneven but steady shards are a steady run', () => {
+    // Two shards that started 137 ms apart, one at 80 req/s and one at 10, each as steady as can be.
+    const shard = (index: number, offsetMs: number, requests: number) =>
+      [0, 1, 2, 3, 4, 5].map((i) =>
+        window(i, requests, {
+          generatorId: 'g',
+          shard: index,
+          windowStart: offsetMs + i * 1000,
+          gridMs: 1000,
+        }),
+      );
+    const sut = assessValidity([...shard(0, 0, 80), ...shard(1, 137.4, 10)], [], false);
+    expect(sut).toEqual({ valid: true, reasons: [] });
+    // The same shards, one of them stalling every other second: unsteady.
+    const stalling = shard(1, 137.4, 10).map((w, i) => ({ ...w, requests: i % 2 ? 0 : 160 }));
+    const unsteady = assessValidity([...shard(0, 0, 0), ...stalling], [], false);
+    expect(unsteady.reasons.map((r) => r.kind)).toEqual(['no-steady-state']);
+  });
+
   it('flags an unsteady run unless a root cause explains it', () => {
     const unsteady = [0, 1, 2, 3, 4, 5].map((i) => window(i, i % 2 ? 2 : 40));
     expect(assessValidity(unsteady, [], false).reasons.map((r) => r.kind)).toEqual(['no-steady-state']);

@@ -1,5 +1,6 @@
 import type { MeasurementValidity, TelemetryWindow } from '@fathom/contracts';
 import type { RecordDigest } from '../evidence/record-digest';
+import { requestRatesPerBucket } from '../report/run-series';
 import { CLIENT_BOUND_ADVICE, judgeClientBound } from './client-bound';
 
 export interface ValidityOptions {
@@ -98,15 +99,12 @@ export function assessValidity(
     });
   }
 
-  // Throughput per window start (requests a second, summed over generators: windows have their
-  // measured lengths), first and last (ramp) excluded.
-  const perStart = new Map<number, number>();
-  for (const w of windows)
-    perStart.set(w.windowStart, (perStart.get(w.windowStart) ?? 0) + (w.requests * 1000) / w.windowMs);
-  const middle = [...perStart.entries()]
-    .sort((a, b) => a[0] - b[0])
-    .slice(1, -1)
-    .map(([, n]) => n);
+  // The run's throughput per second (requests a second, every generator and shard summed), first
+  // and last (ramp) left out. Keyed by window start, as it was, each shard's windows stood apart
+  // (shards start at their own moments): a run of uneven shards, 80 and 10 req/s and as steady as
+  // can be, read as CV 0.78 and was called unsteady, and only the run's first and last window,
+  // not each shard's, were taken for its ramp.
+  const middle = requestRatesPerBucket(windows).slice(1, -1);
   if (!explainedByCause) {
     if (middle.length < options.minSteadyWindows) {
       reasons.push({

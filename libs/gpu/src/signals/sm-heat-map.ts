@@ -1,3 +1,4 @@
+import { minOf, maxOf } from '@fathom/contracts';
 import type { NormalisedSample } from '../model/gpu-sample.model';
 
 export interface TimedSnapshot {
@@ -40,8 +41,8 @@ export function smUtilisationHeatMap(snapshots: readonly TimedSnapshot[], bucket
     }
   }
   if (readings.length === 0) return { rows: [], bucketMs, bucketStartsMs: [], cells: [], basis: [] };
-  const start = Math.floor(Math.min(...readings.map((r) => r.atMs)) / bucketMs) * bucketMs;
-  const end = Math.max(...readings.map((r) => r.atMs));
+  const start = Math.floor(minOf(readings.map((r) => r.atMs)) / bucketMs) * bucketMs;
+  const end = maxOf(readings.map((r) => r.atMs));
   const columns = Math.floor((end - start) / bucketMs) + 1;
   const rows = [...new Set(readings.map((r) => r.row))].sort();
   const sums = rows.map(() => new Array<number>(columns).fill(0));

@@ -1,4 +1,4 @@
-import type { RootCauseCause } from '@fathom/contracts';
+import { minOf, maxOf, type RootCauseCause } from '@fathom/contracts';
 import { PRUNING_LAMBDAS, WORKFLOW_JUDGE, pruningLambdaFor } from '@fathom/semantic';
 import type { RecordDigest } from '../../evidence/record-digest';
 import { CauseThresholds } from '../cause-thresholds.constant';
@@ -50,8 +50,8 @@ export function agentWorkflowCause(ctx: DiagnosisContext): RootCauseCause | null
       ? 'agents deadlock: workflows end in a wait-for cycle over shared resources'
       : "agents oscillate: workflows' intent graphs keep changing instead of converging",
     confidence: Math.min(1, 0.55 + 0.45 * share),
-    since: Math.min(...stuck.map((s) => s.d.startedAt)),
-    until: Math.max(...stuck.map((s) => s.d.at)),
+    since: minOf(stuck.map((s) => s.d.startedAt)),
+    until: maxOf(stuck.map((s) => s.d.at)),
     evidence: [
       `${stuck.length}/${workflows.length} workflows (${pct(share)}) did not converge: ${oscillating.length} oscillating, ${deadlocks.length} deadlocked; ${observed}/${named.length} judged from the steps observed, the rest as the target reported`,
       ...(judged.length

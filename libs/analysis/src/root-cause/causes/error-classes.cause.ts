@@ -1,4 +1,4 @@
-import type { RootCauseCause } from '@fathom/contracts';
+import { minOf, maxOf, type RootCauseCause } from '@fathom/contracts';
 import type { RecordDigest } from '../../evidence/record-digest';
 import { CauseThresholds } from '../cause-thresholds.constant';
 import { iso, pct, type DiagnosisContext, type TimedCall } from '../diagnosis.context';
@@ -70,7 +70,7 @@ const RULES: readonly ErrorClassRule[] = [
       const fromHeader = failed.filter((c) => c.retryAfterS !== undefined).length;
       return waits.length
         ? {
-            retryAfterMaxS: Math.max(...waits),
+            retryAfterMaxS: maxOf(waits),
             retryAfterShare: waits.length / failed.length,
             retryAfterHeaderShare: fromHeader / failed.length,
           }
@@ -81,14 +81,14 @@ const RULES: readonly ErrorClassRule[] = [
       const fromHeader = failed.filter((c) => c.retryAfterS !== undefined).length;
       if (!waits.length) return ['no Retry-After on the 429 answers'];
       return [
-        `Retry-After on ${waits.length}/${failed.length} answers (${fromHeader} from the header${fromHeader < waits.length ? ', the rest read from the error text' : ''}): ${Math.min(...waits)}-${Math.max(...waits)} s`,
+        `Retry-After on ${waits.length}/${failed.length} answers (${fromHeader} from the header${fromHeader < waits.length ? ', the rest read from the error text' : ''}): ${minOf(waits)}-${maxOf(waits)} s`,
       ];
     },
     advice: (failed) => {
       const waits = retryAfterWaits(failed);
       return [
         waits.length
-          ? `honour Retry-After (the target asked to wait up to ${Math.max(...waits)} s) and lower the request or token rate below the quota`
+          ? `honour Retry-After (the target asked to wait up to ${maxOf(waits)} s) and lower the request or token rate below the quota`
           : 'lower the request or token rate below the quota, or back off on 429',
         'raise the quota (rate-limit tier) for the key under test, or spread the load over several keys only if production does the same',
       ];
@@ -137,7 +137,7 @@ export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
     if (!failed.length || (!rule.answered && failed.length < CauseThresholds.errorMinCount)) continue;
     const share = failed.length / callCount;
     if (share < CauseThresholds.errorShare) continue;
-    const since = Math.min(...failed.map((c) => c.startedAt));
+    const since = minOf(failed.map((c) => c.startedAt));
     const layers = [...new Set(failed.map((c) => c.layer))];
     const seconds = ((span.toMs - span.fromMs) / 1000).toFixed(1);
     out.push({
@@ -145,7 +145,7 @@ export function errorClassCauses(ctx: DiagnosisContext): RootCauseCause[] {
       title: rule.title,
       confidence: Math.min(1, 0.5 + share / 2),
       since,
-      until: Math.max(...failed.map((c) => c.at)),
+      until: maxOf(failed.map((c) => c.at)),
       evidence: [
         `${failed.length}/${callCount} calls (${pct(share)}) in the last ${seconds} s ${rule.what} (on ${layers.join(', ')}); above ${pct(CauseThresholds.errorShare)}, tier SLO-1's error budget (spec: 99.5 % availability)`,
         `first at ${iso(since)}`,

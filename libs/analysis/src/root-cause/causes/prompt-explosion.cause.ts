@@ -1,4 +1,4 @@
-import { Detectors, type RootCauseCause } from '@fathom/contracts';
+import { Detectors, type RootCauseCause, minOf, maxOf } from '@fathom/contracts';
 import type { DiagnosisContext } from '../diagnosis.context';
 
 /**
@@ -12,8 +12,8 @@ export function promptExplosionCause(ctx: DiagnosisContext): RootCauseCause | nu
     kind: 'prompt-explosion',
     title: 'prompts exceed the nesting depth or token surge bounds',
     confidence: Math.min(1, 0.5 + 0.05 * explosions.length),
-    since: Math.min(...explosions.map((s) => s.emittedAt)),
-    until: Math.max(...explosions.map((s) => s.emittedAt)),
+    since: minOf(explosions.map((s) => s.emittedAt)),
+    until: maxOf(explosions.map((s) => s.emittedAt)),
     evidence: explosions.slice(0, 3).map((s) => s.message),
     figures: { signals: explosions.length },
     thresholds: [

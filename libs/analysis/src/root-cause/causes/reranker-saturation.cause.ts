@@ -1,4 +1,4 @@
-import type { RootCauseCause } from '@fathom/contracts';
+import { minOf, maxOf, type RootCauseCause } from '@fathom/contracts';
 import { CauseThresholds } from '../cause-thresholds.constant';
 import { pct, type DiagnosisContext } from '../diagnosis.context';
 
@@ -16,8 +16,8 @@ export function rerankerSaturationCause(ctx: DiagnosisContext): RootCauseCause |
     kind: 'reranker-saturation',
     title: 'reranker saturated: its concurrency cap refuses requests ("reranker busy")',
     confidence: Math.min(1, 0.6 + 0.4 * share),
-    since: Math.min(...busy.map((c) => c.startedAt)),
-    until: Math.max(...busy.map((c) => c.at)),
+    since: minOf(busy.map((c) => c.startedAt)),
+    until: maxOf(busy.map((c) => c.at)),
     evidence: [
       `${busy.length}/${rerank.length} rerank calls (${pct(share)}) refused with 503 busy`,
       `example: ${busy[0].error ?? 'HTTP 503'}`,

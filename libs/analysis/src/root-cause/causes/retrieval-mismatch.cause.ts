@@ -1,4 +1,4 @@
-import { Detectors, type RootCauseCause } from '@fathom/contracts';
+import { Detectors, type RootCauseCause, minOf } from '@fathom/contracts';
 import { pct, type DiagnosisContext } from '../diagnosis.context';
 
 /**
@@ -19,7 +19,7 @@ export function retrievalMismatchCause(ctx: DiagnosisContext): RootCauseCause | 
   if (f.mismatched !== 1) return null;
   const share = f.overThresholdShare ?? 0;
   const alarm = f.alarmShare ?? 0.5;
-  const first = Math.min(...signals.filter((s) => s.figures.mismatched === 1).map((s) => s.emittedAt));
+  const first = minOf(signals.filter((s) => s.figures.mismatched === 1).map((s) => s.emittedAt));
   const kl = (v: number | undefined) => (v === undefined ? 'n/a' : v.toExponential(2));
   return {
     kind: 'retrieval-mismatch',

@@ -1,4 +1,4 @@
-import type { RootCauseCause } from '@fathom/contracts';
+import { maxOf, type RootCauseCause } from '@fathom/contracts';
 import { CauseThresholds } from '../cause-thresholds.constant';
 import { median, ms, pct, range, type DiagnosisContext } from '../diagnosis.context';
 
@@ -34,7 +34,7 @@ export function streamStallCause(ctx: DiagnosisContext, kvPressure = false): Roo
   )
     return null;
   const share = stalled.length / streamed.length;
-  const worst = Math.max(...stalled.map((d) => d.gapMaxMs ?? 0));
+  const worst = maxOf(stalled.map((d) => d.gapMaxMs ?? 0));
   return {
     kind: 'stream-stall',
     title: 'token streams stall mid-response (output buffer not flushed)',

@@ -1,4 +1,4 @@
-import type { RootCauseCause } from '@fathom/contracts';
+import { minOf, maxOf, type RootCauseCause } from '@fathom/contracts';
 import {
   schemaDriftFindings,
   toolContractRatesFromSummary,
@@ -94,8 +94,8 @@ export function toolSchemaDriftCause(ctx: DiagnosisContext): RootCauseCause | nu
     if (answers.length)
       figures[`${prefix}fallbackTriggerRate`] =
         answers.filter((c) => c.fallbackTriggered).length / answers.length;
-    since = Math.min(since, ...paths.map((p) => p.at), ...broken.map((c) => c.startedAt));
-    until = Math.max(until, ...paths.map((p) => p.at), ...broken.map((c) => c.at));
+    since = Math.min(since, minOf(paths.map((p) => p.at)), minOf(broken.map((c) => c.startedAt)));
+    until = Math.max(until, maxOf(paths.map((p) => p.at)), maxOf(broken.map((c) => c.at)));
   }
 
   // Failed response assertions on tool steps, judged against the baseline.
@@ -124,8 +124,8 @@ export function toolSchemaDriftCause(ctx: DiagnosisContext): RootCauseCause | nu
       share,
       baselineShare: baseBroken,
     });
-    since = Math.min(since, ...contractBroken.map((c) => c.startedAt));
-    until = Math.max(until, ...contractBroken.map((c) => c.at));
+    since = Math.min(since, minOf(contractBroken.map((c) => c.startedAt)));
+    until = Math.max(until, maxOf(contractBroken.map((c) => c.at)));
   }
 
   if (!titles.length) return null;

@@ -239,6 +239,17 @@ function bucketRates(windows: readonly TelemetryWindow[]): {
  */
 export function requestRatesPerBucket(windows: readonly TelemetryWindow[]): number[] {
   const { start, bucketMs } = seriesBuckets(windows);
+  return windowsByBucket(windows, start, bucketMs).map(
+    ([, inBucket]) => bucketRates(inBucket).requestsPerSec,
+  );
+}
+
+/** Each bucket's windows (those whose middle is in it: `bucketOfWindow`), in time order. */
+function windowsByBucket(
+  windows: readonly TelemetryWindow[],
+  start: number,
+  bucketMs: number,
+): [number, TelemetryWindow[]][] {
   const byBucket = new Map<number, TelemetryWindow[]>();
   for (const w of windows) {
     const index = bucketOfWindow(w, start, bucketMs);
@@ -246,7 +257,7 @@ export function requestRatesPerBucket(windows: readonly TelemetryWindow[]): numb
     if (list) list.push(w);
     else byBucket.set(index, [w]);
   }
-  return [...byBucket.keys()].sort((a, b) => a - b).map((i) => bucketRates(byBucket.get(i)!).requestsPerSec);
+  return [...byBucket].sort((a, b) => a[0] - b[0]);
 }
 
 function medianOf(values: readonly number[]): number {
@@ -265,18 +276,11 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
       `token stats were bucketed from ${placed.start} every ${placed.bucketMs} ms, the run's windows from ${start} every ${bucketMs} ms: fold them on the same windows`,
     );
   const judgedByBucket: ReadonlyMap<number, GoodputCounts> = placed?.judgedByBucket ?? new Map();
-  const byBucket = new Map<number, TelemetryWindow[]>();
-  for (const w of windows) {
-    const index = bucketOfWindow(w, start, bucketMs);
-    const list = byBucket.get(index);
-    if (list) list.push(w);
-    else byBucket.set(index, [w]);
-  }
   // Each window's histograms are decoded once into its bucket, and the buckets added up for the
   // whole run (mergeWindows per bucket and again for the whole decoded each twice and encoded).
   const whole = emptyHistograms();
   const series: SeriesWindow[] = [];
-  for (const index of [...byBucket.keys()].sort((a, b) => a - b)) {
+  for (const [index, inBucket] of windowsByBucket(windows, start, bucketMs)) {
     const bucket: Partial<Record<HistogramName, Histogram>> = {};
     let requests = 0;
     let errors = 0;
@@ -285,7 +289,6 @@ export function buildRunSeries(input: RunSeriesInput): RunSeries {
     let inputTokens = 0;
     let outputTokens = 0;
     const errorClasses: Record<string, number> = {};
-    const inBucket = byBucket.get(index)!;
     for (const w of inBucket) {
       requests += w.requests;
       errors += w.errors;

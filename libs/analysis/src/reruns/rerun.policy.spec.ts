@@ -66,6 +66,13 @@ describe(campaignRunHistory.name, () => {
     ).toEqual({ rerunsStarted: 1, rerunPending: false, lastRunEndedAt: 3000 });
   });
 
+  it('takes the latest end of a campaign scheduled every few minutes for years (200,000 runs)', () => {
+    const runs = Array.from({ length: 200_000 }, (_, i) =>
+      run('api', 'completed', 1000 + ((i * 7919) % 200_000)),
+    );
+    expect(campaignRunHistory(runs, false).lastRunEndedAt).toBe(200_999);
+  });
+
   it('has no last end while a run still goes, and none for a campaign without runs', () => {
     expect(
       campaignRunHistory([run('api', 'completed', 1000), run('api', 'running', null)], false).lastRunEndedAt,

@@ -1,4 +1,4 @@
-import type { RunStatus, RunSummary, RunTrigger } from '@fathom/contracts';
+import { maxOf, type RunStatus, type RunSummary, type RunTrigger } from '@fathom/contracts';
 
 /**
  * When a finished run is rerun, all of it in one place; the orchestrator only gathers the facts
@@ -59,7 +59,7 @@ export function campaignRunHistory(runs: readonly CampaignRun[], rerunWaiting: b
     rerunsStarted: reruns.length,
     // Waiting for its time, or started and not yet ended.
     rerunPending: rerunWaiting || reruns.some((r) => r.status === 'pending' || r.status === 'running'),
-    lastRunEndedAt: runs.some((r) => r.endedAt === null) ? null : ended.length ? Math.max(...ended) : null,
+    lastRunEndedAt: runs.some((r) => r.endedAt === null) ? null : ended.length ? maxOf(ended) : null,
   };
 }
 

@@ -237,7 +237,7 @@ export class RunLifecycleService implements OnModuleInit, OnApplicationBootstrap
     const campaign = await this.campaigns.get(campaignId);
     if (!campaign) return;
     const history = campaignRunHistory(
-      await this.runs.list({ campaignId }),
+      await this.runs.tally(campaignId),
       await this.reruns.hasWaiting(campaignId),
     );
     const decision = decideRerun(

@@ -195,6 +195,44 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
         expect(await sut.runs.list({ campaignId: campaign.id, status: [] })).toEqual([]);
       });
 
+      it("tallies a campaign's runs for the rerun policy: reruns, open ones, the latest end", async () => {
+        const campaign = await newCampaign();
+        const other = await newCampaign();
+        expect(await sut.runs.tally(campaign.id)).toEqual({
+          reruns: 0,
+          openReruns: 0,
+          unended: 0,
+          lastEndedAt: null,
+        });
+        const first = await sut.runs.create({ campaignId: campaign.id, trigger: 'api' });
+        await sut.runs.transition(first.id, 'running', { at: 1_700_000_000_000 });
+        await sut.runs.transition(first.id, 'completed', { at: 1_700_000_003_000 });
+        const rerun = await sut.runs.create({ campaignId: campaign.id, trigger: 'rerun' });
+        await sut.runs.transition(rerun.id, 'running', { at: 1_700_000_004_000 });
+        await sut.runs.transition(rerun.id, 'completed', { at: 1_700_000_009_000 });
+        const third = await sut.runs.create({ campaignId: campaign.id, trigger: 'api' });
+        await sut.runs.transition(third.id, 'aborted', { at: 1_700_000_005_000 });
+        const elsewhere = await sut.runs.create({ campaignId: other.id, trigger: 'rerun' });
+        await sut.runs.transition(elsewhere.id, 'running');
+
+        expect(await sut.runs.tally(campaign.id)).toEqual({
+          reruns: 1,
+          openReruns: 0,
+          unended: 0,
+          lastEndedAt: 1_700_000_009_000,
+        });
+        const open = await sut.runs.create({ campaignId: campaign.id, trigger: 'rerun' });
+        expect(await sut.runs.tally(campaign.id)).toEqual({
+          reruns: 2,
+          openReruns: 1,
+          unended: 1,
+          lastEndedAt: 1_700_000_009_000,
+        });
+        await sut.runs.transition(open.id, 'running');
+        expect((await sut.runs.tally(campaign.id)).openReruns).toBe(1);
+        expect(await sut.runs.tally(other.id)).toMatchObject({ reruns: 1, openReruns: 1, unended: 1 });
+      });
+
       it('stamps startedAt on running and endedAt and the reason on an end state', async () => {
         const run = await newRun();
 

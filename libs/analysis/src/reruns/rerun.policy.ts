@@ -1,4 +1,4 @@
-import { maxOf, type RunStatus, type RunSummary, type RunTrigger } from '@fathom/contracts';
+import type { RunSummary } from '@fathom/contracts';
 
 /**
  * When a finished run is rerun, all of it in one place; the orchestrator only gathers the facts
@@ -44,22 +44,25 @@ export function decideRerun(
   return { start: true, delayMs: Math.max(0, readyAt - now, backoffMs) };
 }
 
-/** A stored run of the campaign, as far as the policy reads it. */
-export interface CampaignRun {
-  readonly trigger: RunTrigger;
-  readonly status: RunStatus;
-  readonly endedAt: number | null;
+/** A campaign's runs, counted (the storage's `RunRepository.tally`), as far as the policy reads them. */
+export interface CampaignRunTally {
+  /** Runs with trigger 'rerun', whatever their status. */
+  readonly reruns: number;
+  /** Of those, the ones not yet ended. */
+  readonly openReruns: number;
+  /** Runs of any trigger with no end yet. */
+  readonly unended: number;
+  /** The latest end among the campaign's runs (epoch ms), null when none has ended. */
+  readonly lastEndedAt: number | null;
 }
 
-/** The history `decideRerun` reads, from every run of the campaign and whether a rerun waits. */
-export function campaignRunHistory(runs: readonly CampaignRun[], rerunWaiting: boolean): CampaignRunHistory {
-  const ended = runs.map((r) => r.endedAt).filter((t): t is number => t !== null);
-  const reruns = runs.filter((r) => r.trigger === 'rerun');
+/** The history `decideRerun` reads, from the campaign's counted runs and whether a rerun waits. */
+export function campaignRunHistory(runs: CampaignRunTally, rerunWaiting: boolean): CampaignRunHistory {
   return {
-    rerunsStarted: reruns.length,
+    rerunsStarted: runs.reruns,
     // Waiting for its time, or started and not yet ended.
-    rerunPending: rerunWaiting || reruns.some((r) => r.status === 'pending' || r.status === 'running'),
-    lastRunEndedAt: runs.some((r) => r.endedAt === null) ? null : ended.length ? maxOf(ended) : null,
+    rerunPending: rerunWaiting || runs.openReruns > 0,
+    lastRunEndedAt: runs.unended > 0 ? null : runs.lastEndedAt,
   };
 }
 

@@ -59,6 +59,18 @@ export type RunListFilter = {
   after?: string;
 };
 
+/** What the rerun policy reads of a campaign's runs, counted by the database in one query. */
+export type CampaignRunTally = {
+  /** Runs with trigger 'rerun', whatever their status. */
+  reruns: number;
+  /** Of those, the ones not yet ended (pending or running). */
+  openReruns: number;
+  /** Runs of any trigger with no end yet. */
+  unended: number;
+  /** The latest end among the campaign's runs (epoch ms), null when none has ended. */
+  lastEndedAt: number | null;
+};
+
 /**
  * The run lifecycle: pending -> running -> completed | partial | failed | aborted, and a run that
  * never started may still fail or be aborted. The four end states are final.
@@ -146,6 +158,28 @@ export class RunRepository {
       params,
     );
     return rows.map(toRun);
+  }
+
+  /**
+   * Campaign `campaignId`'s runs as the rerun policy reads them, aggregated in the database: a
+   * campaign scheduled every few minutes for years holds hundreds of thousands of runs, and the
+   * policy needs four figures of them, not every row.
+   */
+  async tally(campaignId: string): Promise<CampaignRunTally> {
+    const [row] = await this.db.query(
+      `SELECT count(*) FILTER (WHERE trigger = 'rerun') AS reruns,
+              count(*) FILTER (WHERE trigger = 'rerun' AND status IN ('pending', 'running')) AS open_reruns,
+              count(*) FILTER (WHERE ended_at IS NULL) AS unended,
+              max(ended_at) AS last_ended_at
+         FROM runs WHERE campaign_id = $1`,
+      [campaignId],
+    );
+    return {
+      reruns: Number(row?.reruns ?? 0),
+      openReruns: Number(row?.open_reruns ?? 0),
+      unended: Number(row?.unended ?? 0),
+      lastEndedAt: epochMsOrNull(row?.last_ended_at ?? null),
+    };
   }
 
   /**

@@ -245,6 +245,8 @@ const median = (xs) => {
     : NaN;
 };
 const f1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(1));
+/** Milliseconds: three decimals below 1 ms, where one printed a loopback P50 as 0.0. */
+const fms = (x) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(x < 1 ? 3 : 1));
 
 async function main() {
   console.log(
@@ -277,10 +279,10 @@ async function main() {
           ratios[i].throughput.push(tr);
           ratios[i].p50.push(pr);
           ratios[i].served.push(f.served.perSec / p.served.perSec);
-          return `${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${f1(p.p50Ms)} ms${coresText(p.cores)}, ${servedText(p.requests, p.served)}: throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`;
+          return `${p.tool} ${f1(p.requestsPerSec)} req/s P50 ${fms(p.p50Ms)} ms${coresText(p.cores)}, ${servedText(p.requests, p.served)}: throughput x${tr.toFixed(2)}, P50 x${pr.toFixed(2)}`;
         });
         console.log(
-          `  round ${round}: fathom ${f1(f.requestsPerSec)} req/s P50 ${f1(f.p50Ms)} ms (${f.records} records, ` +
+          `  round ${round}: fathom ${f1(f.requestsPerSec)} req/s P50 ${fms(f.p50Ms)} ms (${f.records} records, ` +
             `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB${coresText(f.cores)}, ${servedText(f.requests, f.served)}) | ${parts.join(' | ')}`,
         );
       }

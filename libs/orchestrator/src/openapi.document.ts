@@ -65,7 +65,8 @@ export const ORCHESTRATOR_PATHS: OpenApiPaths = {
   },
   '/v1/campaigns/{id}': {
     get: {
-      summary: 'A campaign with its runs',
+      summary:
+        'A campaign with its newest 100 runs (links.runs lists them all, links.moreRuns the next page)',
       parameters: [idParam('id')],
       responses: { '200': reply('the campaign'), '404': reply('no such campaign', 'Error') },
     },

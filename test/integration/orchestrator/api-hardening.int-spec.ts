@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Topics } from '@fathom/contracts';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
 import { startEmbedded, waitForRun, type EmbeddedFathom } from '@fathom/runtime';
+import { createRepositories } from '@fathom/storage';
 
 const TOKEN = 'api-hardening-token-for-tests';
 /** Planted where a campaign references it; must show up only in what the target received. */
@@ -403,5 +404,38 @@ describe('the API against an attacker (issue 14: input, files, secrets, reach)',
     expect((await api('/v1/runs?limit=0')).status).toBe(400);
     expect((await api('/v1/runs?limit=501')).status).toBe(400);
     expect((await api('/v1/runs?cursor=no-such-run')).status).toBe(400);
+  });
+
+  it('shows a campaign with its newest 100 runs and links to the rest, not every run it ever had', async () => {
+    const created = (await (await api('/v1/campaigns', { body: campaign() })).json()) as {
+      campaignId: string;
+      runId: string;
+    };
+    await waitForRun(sut.runs, created.runId, { timeoutMs: 30_000 });
+    // A scheduled campaign's history, oldest first, each run ended in the transaction that stored
+    // it (so no plan is ever owed for one).
+    const older = await sut.database.transaction(async (tx) => {
+      const runs = createRepositories(tx).runs;
+      const ids: string[] = [];
+      for (let i = 0; i < 104; i++) {
+        const run = await runs.create({
+          campaignId: created.campaignId,
+          trigger: 'schedule',
+          createdAt: 1_000 + i,
+        });
+        await runs.transition(run.id, 'aborted', { reason: 'history' });
+        ids.push(run.id);
+      }
+      return ids;
+    });
+    const newestFirst = [created.runId, ...older.reverse()];
+    type CampaignView = { runs: Array<{ id: string }>; links: { runs: string; moreRuns?: string } };
+    const view = (await (await api(`/v1/campaigns/${created.campaignId}`)).json()) as CampaignView;
+    expect(view.runs.map((r) => r.id)).toEqual(newestFirst.slice(0, 100));
+    expect(view.links.runs).toBe(`/v1/runs?campaignId=${created.campaignId}`);
+    const rest = (await (await api(view.links.moreRuns!)).json()) as Array<{ id: string }>;
+    expect(rest.map((r) => r.id)).toEqual(newestFirst.slice(100));
+    const all = (await (await api(`${view.links.runs}&limit=500`)).json()) as Array<{ id: string }>;
+    expect(all.map((r) => r.id)).toEqual(newestFirst);
   });
 });

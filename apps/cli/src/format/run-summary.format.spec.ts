@@ -100,6 +100,11 @@ describe(formatRunSummary.name, () => {
     expect(text).toContain('ended early: slo.abortOnFail');
   });
 
+  it('prints a quantile under 1 ms to the microsecond, not rounded to 0.1 or 0.0 ms', () => {
+    const fast = { ...summary, latencyMs: { ...summary.latencyMs, e2e: { ...q(0.9), p50: 0.078 } } };
+    expect(printed(fast)).toMatch(/\n {2}end to end +0\.078 ms +0\.810 ms +0\.900 ms +0\.900 ms/);
+  });
+
   it('says per adversarial variant its KL, whether it was sent and whether the hallucination risk moved', () => {
     const figure = (max: number, segments: number) => ({
       status: 'ok' as const,

@@ -10,8 +10,9 @@ export interface PrintableRun {
   summary: RunSummary | null;
 }
 
+/** Below 1 ms three decimals: a loopback or cached answer's 0.078 ms was printed as 0.1. */
 const ms = (v: number | null) =>
-  v === null ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(1)} ms`;
+  v === null ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(v < 1 ? 3 : 1)} ms`;
 
 function row(name: string, q: Quantiles): string {
   return `  ${name.padEnd(14)} ${ms(q.p50).padStart(10)} ${ms(q.p95).padStart(10)} ${ms(q.p99).padStart(10)} ${ms(q.max).padStart(10)}`;

@@ -1,6 +1,6 @@
 import type { RunProgress } from '@fathom/contracts';
 import { ProgressReporter, type ProgressOutput } from './progress.reporter';
-import { clock } from './run-progress.format';
+import { clock, formatProgressLine } from './run-progress.format';
 
 function progress(requests: number, over: Partial<RunProgress> = {}): RunProgress {
   return {
@@ -134,5 +134,14 @@ describe(clock.name, () => {
     expect(clock(0)).toBe('0:00');
     expect(clock(65_400)).toBe('1:05');
     expect(clock(3_725_000)).toBe('1:02:05');
+  });
+});
+
+describe(formatProgressLine.name, () => {
+  it('prints latencies under 1 ms to the microsecond, as the summary does', () => {
+    const line = formatProgressLine(
+      progress(10, { e2e: { p50Ms: 0.078, p99Ms: 2.7 }, ttft: { p50Ms: null, p99Ms: null } }),
+    );
+    expect(line).toContain('e2e P50 0.078 ms P99 2.7 ms; TTFT P50 - P99 -');
   });
 });

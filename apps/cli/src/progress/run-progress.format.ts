@@ -1,7 +1,12 @@
 import type { RunProgress } from '@fathom/contracts';
 
+/** As the summary prints them below 1 ms (three decimals), so the live line and the summary agree. */
 const ms = (v: number | null) =>
-  v === null ? '-' : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(v >= 100 ? 0 : 1)} ms`;
+  v === null
+    ? '-'
+    : v >= 1000
+      ? `${(v / 1000).toFixed(2)} s`
+      : `${v.toFixed(v >= 100 ? 0 : v < 1 ? 3 : 1)} ms`;
 
 /** `m:ss` (or `h:mm:ss`) of a span in ms. */
 export function clock(spanMs: number): string {

@@ -83,6 +83,12 @@ describe(renderReportHtml.name, () => {
     };
     const withTpot = renderReportHtml({ ...doc, summary: { ...doc.summary, latencyMs } }, ASSETS);
     expect(withTpot).toContain('<th>TPOT P50 / P99</th><td>4.0 ms / 6.0 ms</td>');
+    const loopback = {
+      ...latencyMs,
+      tpot: { count: 1, mean: 0.05, p50: 0.042, p95: 0.9, p99: 1.25, max: 2 },
+    };
+    const subMs = renderReportHtml({ ...doc, summary: { ...doc.summary, latencyMs: loopback } }, ASSETS);
+    expect(subMs).toContain('<th>TPOT P50 / P99</th><td>0.042 ms / 1.3 ms</td>');
   });
 
   it('lists the LLM monitor’s semantic anomalies under their own title, with their labels', () => {

@@ -602,7 +602,8 @@ function fmtNumber(v: number | null): string {
 
 function fmtMs(v: number | null): string {
   if (v === null) return 'n/a';
-  return v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(1)} ms`;
+  // Three decimals below 1 ms, as the CLI summary prints them.
+  return v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(v < 1 ? 3 : 1)} ms`;
 }
 
 function fmtPct(v: number): string {

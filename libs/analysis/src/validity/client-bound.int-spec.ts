@@ -1,6 +1,10 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { cpus } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { CampaignSpecSchema, envelope, type TelemetryWindow } from '@fathom/contracts';
+import { Worker } from 'node:worker_threads';
 import { runShard, type WindowSnapshot } from '@fathom/load';
 import { assessValidity } from './measurement-validity';
 import { judgeClientBound } from './client-bound';
@@ -74,6 +78,49 @@ describe('client-bound runs', () => {
       await fast.close();
     }
   });
+
+  // A neighbour thread on the engine's one core leaves its event loop idle between responses
+  // (no busy loop, no late timers to speak of), yet every response waits for the core before it
+  // is stamped: only the thread's own scheduler figures show it.
+  const linux = process.platform === 'linux' && existsSync('/proc/thread-self/schedstat');
+  (linux ? it : it.skip)(
+    'judges a shard that waits for its core behind a neighbour thread client-bound',
+    async () => {
+      // The target in its own process, answering at once, off the engine's core.
+      const server: ChildProcess = spawn(
+        process.execPath,
+        [
+          '-e',
+          `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.writeHead(200, { 'content-type': 'application/json' }).end(${JSON.stringify(COMPLETION)})); }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const port = await new Promise<string>((resolve) =>
+        server.stdout!.once('data', (d) => resolve(String(d).trim())),
+      );
+      const mask = execFileSync('taskset', ['-p', String(process.pid)], { encoding: 'utf8' })
+        .trim()
+        .split(' ')
+        .pop()!;
+      const core = String(Math.max(0, cpus().length - 1));
+      let hog: Worker | null = null;
+      try {
+        // Every thread of this process, and the hog made after, on one core.
+        execFileSync('taskset', ['-a', '-p', '-c', core, String(process.pid)]);
+        hog = new Worker('for (;;) {}', { eval: true });
+        await new Promise((resolve) => hog!.once('online', resolve));
+        const windows = await windowsOf(`http://127.0.0.1:${port}/v1`);
+        const sut = judgeClientBound(windows);
+        expect(sut).not.toBeNull();
+        expect(sut!.figures.coreWaitShareMedian).toBeGreaterThanOrEqual(0.25);
+        expect(sut!.detail).toMatch(/median core wait \d+ %/);
+      } finally {
+        await hog?.terminate();
+        execFileSync('taskset', ['-a', '-p', mask, String(process.pid)]);
+        server.kill();
+      }
+    },
+  );
 
   it('does not judge a shard against a slow target client-bound', async () => {
     const slow = await target(300);

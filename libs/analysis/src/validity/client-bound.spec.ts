@@ -69,6 +69,33 @@ describe(judgeClientBound.name, () => {
     expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => delayed(2000))))).toBeNull();
   });
 
+  it('judges a run whose engine waited for its core, weighed against what the window measured', () => {
+    // A neighbour on the engine's core: the loop idles (no busy, no loop delay), but each
+    // wake-up waits for the core before it can stamp a response.
+    const waiting = (e2eP50Ms: number, coreWaitShare = 0.45) => ({
+      ...idle,
+      coreWaitShare,
+      coreWaitMeanMs: 0.06,
+      e2eP50Ms,
+    });
+    const sut = judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => waiting(0.2))));
+    expect(sut).toMatchObject({ windows: 3, boundWindows: 3 });
+    expect(sut!.detail).toContain(
+      '0 with its engine thread >= 95 % busy, 0 with event-loop delay P99 >= 50 ms and half the E2E P50, ' +
+        '3 with its engine thread waiting for its core >= 25 % of the window; median busy 30 %, ' +
+        'loop delay P99 up to 2.0 ms, median core wait 45 %',
+    );
+    expect(sut!.figures.coreWaitShareMedian).toBeCloseTo(0.45);
+    // 60 us waits do not move 50 ms answers; a 7 % wait share (Fathom's own services beside
+    // the engine on one core, measured) is not judged either.
+    expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => waiting(50))))).toBeNull();
+    expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => waiting(0.2, 0.07))))).toBeNull();
+    // Without the figures (not Linux) the detail leaves them out.
+    expect(judgeClientBound(windowsWith([saturated, saturated, saturated]))!.detail).not.toContain(
+      'core wait',
+    );
+  });
+
   it('leaves out each shard’s first and last window and windows without health', () => {
     const windows = windowsWith([saturated, idle, idle, idle, saturated]);
     expect(judgeClientBound(windows)).toBeNull();

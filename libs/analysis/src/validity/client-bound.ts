@@ -1,6 +1,6 @@
 import { minOf, maxOf, type RootCauseCause, type TelemetryWindow } from '@fathom/contracts';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
-import { CLIENT_BOUND_THRESHOLDS, clientBoundReason } from '@fathom/load';
+import { CLIENT_BOUND_THRESHOLDS, clientBoundKind } from '@fathom/load';
 
 /** A run is client-bound when at least this share of its judged windows were (our choice). */
 export const CLIENT_BOUND_WINDOW_SHARE = 0.5;
@@ -44,24 +44,29 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
     for (let i = 1; i < list.length - 1; i++) judged.push(list[i]);
   }
   if (!judged.length) return null;
-  const bound = judged.filter((w) => clientBoundReason(w.health!) !== null);
+  const kinds = judged.map((w) => clientBoundKind(w.health!));
+  const bound = judged.filter((_, i) => kinds[i] !== null);
   if (bound.length / judged.length < CLIENT_BOUND_WINDOW_SHARE) return null;
   const median = (values: number[]) => {
     const sorted = [...values].sort((a, b) => a - b);
     return sorted[Math.floor(sorted.length / 2)];
   };
+  const count = (kind: string) => kinds.filter((k) => k === kind).length;
   const utilization = median(judged.map((w) => w.health!.loopUtilization));
   const delayP99 = maxOf(judged.map((w) => w.health!.loopDelayP99Ms));
   const cpuBusy = median(judged.map((w) => w.health!.cpuBusy));
   const sendLate = maxOf(judged.map((w) => w.health!.sendLateP99Ms));
-  const busyWindows = bound.filter(
-    (w) => w.health!.loopUtilization >= CLIENT_BOUND_THRESHOLDS.loopUtilization,
-  ).length;
+  // Measured on Linux only: absent from every window elsewhere.
+  const waits = judged.map((w) => w.health!.coreWaitShare).filter((x): x is number => x !== undefined);
+  const coreWait = waits.length ? median(waits) : null;
+  const t = CLIENT_BOUND_THRESHOLDS;
   const detail =
     `the client limited this run in ${bound.length} of ${judged.length} windows ` +
-    `(${busyWindows} with its engine thread >= ${CLIENT_BOUND_THRESHOLDS.loopUtilization * 100} % busy, ` +
-    `${bound.length - busyWindows} with event-loop delay P99 >= ${CLIENT_BOUND_THRESHOLDS.loopDelayP99Ms} ms and half the E2E P50; ` +
+    `(${count('busy')} with its engine thread >= ${t.loopUtilization * 100} % busy, ` +
+    `${count('loop-delay')} with event-loop delay P99 >= ${t.loopDelayP99Ms} ms and half the E2E P50, ` +
+    `${count('core-wait')} with its engine thread waiting for its core >= ${t.coreWaitShare * 100} % of the window; ` +
     `median busy ${(utilization * 100).toFixed(0)} %, loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
+    (coreWait === null ? '' : `median core wait ${(coreWait * 100).toFixed(0)} %, `) +
     `host CPU busy ${(cpuBusy * 100).toFixed(0)} %, send lateness P99 up to ${sendLate.toFixed(1)} ms): ` +
     'its figures describe the generator, not the target';
   return {
@@ -75,6 +80,7 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
       loopDelayP99MaxMs: delayP99,
       cpuBusyMedian: cpuBusy,
       sendLateP99MaxMs: sendLate,
+      ...(coreWait === null ? {} : { coreWaitShareMedian: coreWait }),
     },
     since: minOf(bound.map((w) => w.windowStart)),
     until: maxOf(bound.map((w) => w.windowStart + w.windowMs)),

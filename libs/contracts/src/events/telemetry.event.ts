@@ -185,6 +185,13 @@ export const GeneratorHealthSchema = z.object({
   e2eP50Ms: z.number().nonnegative(),
   /** Per-request records taken per second in this window (what the record budget let through). */
   recordBudgetPerSec: z.number().nonnegative(),
+  /**
+   * Share of the window the engine's thread was ready to run but waited for a core (other threads
+   * of its process, or other processes, held it; Linux schedstat). Absent where not measured.
+   */
+  coreWaitShare: z.number().min(0).max(1).optional(),
+  /** Mean of those waits per time the thread got the core (ms); absent with `coreWaitShare`. */
+  coreWaitMeanMs: z.number().nonnegative().optional(),
 });
 export type GeneratorHealth = z.infer<typeof GeneratorHealthSchema>;
 

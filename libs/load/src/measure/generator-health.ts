@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
 import type { GeneratorHealth } from '@fathom/contracts';
@@ -16,19 +17,67 @@ export const CLIENT_BOUND_THRESHOLDS = {
   loopDelayP99Ms: 50,
   /** ...and at least this share of the window's E2E P50. */
   loopDelayShareOfE2e: 0.5,
+  /**
+   * The engine's thread ready but waiting for a core at least this share of the window (a
+   * neighbour on its core: the event loop's own figures miss it, as the waits fall while the loop
+   * counts itself idle)...
+   */
+  coreWaitShare: 0.25,
+  /** ...with a mean wait per wake-up of at least this share of the window's E2E P50. */
+  coreWaitShareOfE2e: 0.1,
 } as const;
 
-/** Whether one window's health says the client limited it; the reason, or null. */
-export function clientBoundReason(health: GeneratorHealth): string | null {
+/** Which of `CLIENT_BOUND_THRESHOLDS`' tests a window failed first, or null. */
+export type ClientBoundKind = 'busy' | 'loop-delay' | 'core-wait';
+
+export function clientBoundKind(health: GeneratorHealth): ClientBoundKind | null {
   const t = CLIENT_BOUND_THRESHOLDS;
-  if (health.loopUtilization >= t.loopUtilization)
-    return `engine thread busy ${(health.loopUtilization * 100).toFixed(0)} % of the window`;
+  if (health.loopUtilization >= t.loopUtilization) return 'busy';
   if (
     health.loopDelayP99Ms >= t.loopDelayP99Ms &&
     health.loopDelayP99Ms >= t.loopDelayShareOfE2e * health.e2eP50Ms
   )
-    return `event-loop delay P99 ${health.loopDelayP99Ms.toFixed(1)} ms against E2E P50 ${health.e2eP50Ms.toFixed(1)} ms`;
+    return 'loop-delay';
+  if (
+    health.coreWaitShare !== undefined &&
+    health.coreWaitMeanMs !== undefined &&
+    health.coreWaitShare >= t.coreWaitShare &&
+    health.coreWaitMeanMs >= t.coreWaitShareOfE2e * health.e2eP50Ms
+  )
+    return 'core-wait';
   return null;
+}
+
+/** Whether one window's health says the client limited it; the reason, or null. */
+export function clientBoundReason(health: GeneratorHealth): string | null {
+  switch (clientBoundKind(health)) {
+    case 'busy':
+      return `engine thread busy ${(health.loopUtilization * 100).toFixed(0)} % of the window`;
+    case 'loop-delay':
+      return `event-loop delay P99 ${health.loopDelayP99Ms.toFixed(1)} ms against E2E P50 ${health.e2eP50Ms.toFixed(1)} ms`;
+    case 'core-wait':
+      return (
+        `engine thread waited for its core ${(health.coreWaitShare! * 100).toFixed(0)} % of the window ` +
+        `(${(health.coreWaitMeanMs! * 1000).toFixed(0)} us per wake-up against E2E P50 ${health.e2eP50Ms.toFixed(3)} ms)`
+      );
+    case null:
+      return null;
+  }
+}
+
+/**
+ * The calling thread's scheduler figures (Linux `/proc/thread-self/schedstat`): ns on a core, ns
+ * ready but waiting for one, and the times it got one; null where the file is missing.
+ */
+export function threadSchedStat(): { runNs: number; waitNs: number; slices: number } | null {
+  try {
+    const [run, wait, slices] = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ').map(Number);
+    return Number.isFinite(run) && Number.isFinite(wait) && Number.isFinite(slices)
+      ? { runNs: run, waitNs: wait, slices }
+      : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -43,7 +92,11 @@ export class GeneratorHealthMonitor {
   private cpuTimes = hostCpuTimes();
   private readonly late = newLatencyHistogram();
   private inFlightMax = 0;
+  /** The thread's scheduler figures at the window's start (null: not measured here). */
+  private sched = threadSchedStat();
+  private sampledAt = performance.now();
 
+  /** Made on the engine's thread: the core waits it measures are that thread's. */
   constructor(private readonly concurrency: number) {
     this.delay.enable();
   }
@@ -75,6 +128,7 @@ export class GeneratorHealthMonitor {
       concurrency: this.concurrency,
       e2eP50Ms,
       recordBudgetPerSec: windowMs > 0 ? (records * 1000) / windowMs : 0,
+      ...this.coreWait(),
     };
     this.delay.reset();
     this.late.reset();
@@ -84,6 +138,23 @@ export class GeneratorHealthMonitor {
 
   close(): void {
     this.delay.disable();
+  }
+
+  /** How long the thread waited for a core since the last sample; {} where not measured. */
+  private coreWait(): Pick<GeneratorHealth, 'coreWaitShare' | 'coreWaitMeanMs'> {
+    const now = performance.now();
+    const elapsedMs = now - this.sampledAt;
+    this.sampledAt = now;
+    const before = this.sched;
+    const after = threadSchedStat();
+    this.sched = after;
+    if (before === null || after === null || elapsedMs <= 0) return {};
+    const waitMs = Math.max(0, after.waitNs - before.waitNs) / 1e6;
+    const slices = Math.max(0, after.slices - before.slices);
+    return {
+      coreWaitShare: Math.min(1, waitMs / elapsedMs),
+      coreWaitMeanMs: slices > 0 ? waitMs / slices : 0,
+    };
   }
 }
 

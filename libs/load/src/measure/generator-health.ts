@@ -8,7 +8,8 @@ import { newLatencyHistogram, recordMs } from './latency-histogram.util';
  * When a window's figures describe the client rather than the target (our thresholds, not the
  * spec's): the engine's thread had no idle time left, or its timers ran late by enough to move
  * what it measured (a neighbour took its core, or its own work queued up): at least 50 ms and half
- * the window's E2E P50. A 60 ms delay distorts 1 ms answers, not 2 s ones.
+ * the window's E2E P50, or it waited for its core a quarter of the window, at least a tenth of the
+ * E2E P50 per wake-up. A 60 ms delay distorts 1 ms answers, not 2 s ones.
  */
 export const CLIENT_BOUND_THRESHOLDS = {
   /** Event-loop utilisation of the engine's thread at or above this: saturated. */
@@ -83,8 +84,9 @@ export function threadSchedStat(): { runNs: number; waitNs: number; slices: numb
 /**
  * Measures the generator's own health while it loads, one sample per window: event-loop delay
  * and utilisation of the thread it runs on (the engine's), the host's CPU busy ratio, send
- * lateness (actual minus intended send time) and the in-flight backlog. Single owner (the
- * engine's event loop); `observeSend` is on the hot path (one histogram record).
+ * lateness (actual minus intended send time), the in-flight backlog and (Linux) how long the
+ * thread waited for its core. Single owner (the engine's event loop); `observeSend` is on the hot
+ * path (one histogram record).
  */
 export class GeneratorHealthMonitor {
   private readonly delay: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });

@@ -105,6 +105,24 @@ describe(formatRunSummary.name, () => {
     expect(printed(fast)).toMatch(/\n {2}end to end +0\.078 ms +0\.810 ms +0\.900 ms +0\.900 ms/);
   });
 
+  it('says what the generator cost itself, below the client-bound thresholds too', () => {
+    const generator = {
+      windows: 8,
+      loopUtilizationMedian: 0.57,
+      loopDelayP99MaxMs: 16.4,
+      coreWaitShareMedian: 0.07,
+    };
+    const text = printed({ ...summary, validity: { valid: true, reasons: [], generator } });
+    expect(text).toContain(
+      '  generator (median of 8 windows): engine thread busy 57 %, waited for its core 7 % of the time; event-loop delay P99 up to 16.4 ms',
+    );
+    const { coreWaitShareMedian: _, ...elsewhere } = generator;
+    expect(printed({ ...summary, validity: { valid: true, reasons: [], generator: elsewhere } })).toContain(
+      'engine thread busy 57 %; event-loop delay P99 up to 16.4 ms',
+    );
+    expect(printed({ ...summary, validity: { valid: true, reasons: [] } })).not.toContain('generator (');
+  });
+
   it('says per adversarial variant its KL, whether it was sent and whether the hallucination risk moved', () => {
     const figure = (max: number, segments: number) => ({
       status: 'ok' as const,

@@ -42,6 +42,7 @@ export function formatRunSummary(run: PrintableRun, campaignName?: string): stri
     );
   }
   if (s.sampling) lines.push(samplingLine(s.sampling));
+  if (s.validity?.generator) lines.push(generatorLine(s.validity.generator));
   lines.push(
     `  throughput ${s.throughput.requestsPerSec.toFixed(1)} req/s, ${s.throughput.outputTokensPerSec.toFixed(0)} output tokens/s (${s.tokens.input} in, ${s.tokens.output} out${outputSource(s)})`,
   );
@@ -187,6 +188,15 @@ function validityLines(s: RunSummary): string[] {
       ? `  CLIENT-BOUND: ${r.detail}`
       : `  measurement invalid (${r.kind}): ${r.detail}`,
   );
+}
+
+/** What the load generator cost itself, client-bound or not (the figures the verdict weighs). */
+function generatorLine(g: NonNullable<NonNullable<RunSummary['validity']>['generator']>): string {
+  const wait =
+    g.coreWaitShareMedian === undefined
+      ? ''
+      : `, waited for its core ${(g.coreWaitShareMedian * 100).toFixed(0)} % of the time`;
+  return `  generator (median of ${g.windows} windows): engine thread busy ${(g.loopUtilizationMedian * 100).toFixed(0)} %${wait}; event-loop delay P99 up to ${ms(g.loopDelayP99MaxMs)}`;
 }
 
 function samplingLine(sampling: NonNullable<RunSummary['sampling']>): string {

@@ -89,6 +89,20 @@ describe(renderReportHtml.name, () => {
     };
     const subMs = renderReportHtml({ ...doc, summary: { ...doc.summary, latencyMs: loopback } }, ASSETS);
     expect(subMs).toContain('<th>TPOT P50 / P99</th><td>0.042 ms / 1.3 ms</td>');
+    const generator = {
+      windows: 8,
+      loopUtilizationMedian: 0.57,
+      loopDelayP99MaxMs: 16.4,
+      coreWaitShareMedian: 0.07,
+    };
+    const withHealth = renderReportHtml({ ...doc, validity: { ...doc.validity, generator } }, ASSETS);
+    expect(withHealth).toContain(
+      '<tr id="generator-health"><th>generator: engine busy (median of 8 windows)</th><td>57 %</td>' +
+        '<th>engine waited for its core</th><td>7 %</td><th>event-loop delay P99 (max)</th><td>16.4 ms</td></tr>',
+    );
+    expect(renderReportHtml({ ...doc, validity: { valid: true, reasons: [] } }, ASSETS)).not.toContain(
+      'generator-health',
+    );
   });
 
   it('lists the LLM monitor’s semantic anomalies under their own title, with their labels', () => {

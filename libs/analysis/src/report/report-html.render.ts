@@ -185,6 +185,7 @@ ${reasons}
 <tr><th>E2E P50 / P99</th><td>${fmtMs(q.e2e.p50)} / ${fmtMs(q.e2e.p99)}</td><th>corrected E2E P99</th><td>${fmtMs(q.correctedE2e.p99)}</td><th>TTFT P50 / P99</th><td>${fmtMs(q.ttft.p50)} / ${fmtMs(q.ttft.p99)}</td></tr>
 <tr><th>ITL P50 / P99</th><td>${fmtMs(q.itl.p50)} / ${fmtMs(q.itl.p99)}</td><th>breaker trips</th><td>${doc.breakers.trips}</td><th>root causes</th><td>${doc.rootCauses.length}</td></tr>
 ${tpot ? `<tr><th>TPOT P50 / P99</th><td>${fmtMs(tpot.p50)} / ${fmtMs(tpot.p99)}</td><td colspan="4"></td></tr>` : ''}
+${generatorRow(doc.validity.generator)}
 </tbody></table>
 <h3>Tier timeline</h3>
 ${strip}
@@ -192,6 +193,14 @@ ${changes}
 <h3>Tier objectives over the whole run</h3>
 ${objectives || '<p class="muted">No tiers.</p>'}
 </section>`;
+}
+
+/** The load generator's own health (medians over its judged windows), as the CLI summary says it. */
+function generatorRow(g: RunReportDocument['validity']['generator']): string {
+  if (!g) return '';
+  const pct = (v: number) => `${(v * 100).toFixed(0)} %`;
+  const wait = g.coreWaitShareMedian === undefined ? 'not measured' : pct(g.coreWaitShareMedian);
+  return `<tr id="generator-health"><th>generator: engine busy (median of ${g.windows} windows)</th><td>${pct(g.loopUtilizationMedian)}</td><th>engine waited for its core</th><td>${wait}</td><th>event-loop delay P99 (max)</th><td>${fmtMs(g.loopDelayP99MaxMs)}</td></tr>`;
 }
 
 // ----------------------------------------------------------------------------------------- charts

@@ -1,7 +1,8 @@
 import { envelope, type GeneratorHealth, type TelemetryWindow } from '@fathom/contracts';
 import { mergeWindows } from '@fathom/load';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
-import { judgeClientBound, rootCausesOfRun } from './client-bound';
+import { generatorHealthOfRun, judgeClientBound, rootCausesOfRun } from './client-bound';
+import { assessValidity } from './measurement-validity';
 
 const idle: GeneratorHealth = {
   loopDelayP99Ms: 2,
@@ -101,5 +102,35 @@ describe(judgeClientBound.name, () => {
     expect(judgeClientBound(windows)).toBeNull();
     expect(judgeClientBound(windows.map(({ health: _, ...w }) => w))).toBeNull();
     expect(judgeClientBound(windowsWith([saturated, saturated]))).toBeNull();
+  });
+});
+
+describe(generatorHealthOfRun.name, () => {
+  it('gives the judged windows’ medians on a valid run too, and nothing without health', () => {
+    const health = [0.2, 0.3, 0.5, 0.4, 0.9].map((u, i) => ({
+      ...idle,
+      loopUtilization: u,
+      loopDelayP99Ms: 2 + i,
+      coreWaitShare: u / 10,
+      coreWaitMeanMs: 0.01,
+    }));
+    const windows = windowsWith(health);
+    const expected = {
+      windows: 3,
+      loopUtilizationMedian: 0.4,
+      loopDelayP99MaxMs: 5,
+      coreWaitShareMedian: 0.04,
+    };
+    expect(generatorHealthOfRun(windows)).toEqual(expected);
+    const validity = assessValidity(windows, [], false);
+    expect(validity).toMatchObject({ generator: expected });
+    expect(generatorHealthOfRun(windows.map(({ health: _, ...w }) => w))).toBeNull();
+    expect(
+      assessValidity(
+        windows.map(({ health: _, ...w }) => w),
+        [],
+        false,
+      ).generator,
+    ).toBeUndefined();
   });
 });

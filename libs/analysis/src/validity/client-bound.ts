@@ -1,4 +1,10 @@
-import { minOf, maxOf, type RootCauseCause, type TelemetryWindow } from '@fathom/contracts';
+import {
+  minOf,
+  maxOf,
+  type MeasurementValidity,
+  type RootCauseCause,
+  type TelemetryWindow,
+} from '@fathom/contracts';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
 import { CLIENT_BOUND_THRESHOLDS, clientBoundKind } from '@fathom/load';
 
@@ -21,12 +27,10 @@ export interface ClientBoundVerdict {
 }
 
 /**
- * Whether the generator, not the target, limited a run, from each window's health (`health` on
- * the window; windows without it are not judged). Each shard's first and last windows (ramp,
- * partial) are left out, so a shard with fewer than three is not judged. Null: not client-bound,
- * or nothing to judge.
+ * The windows a run's generator health is judged on: those with `health`, without each shard's
+ * first and last (ramp, partial), so a shard with fewer than three gives none.
  */
-export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBoundVerdict | null {
+function judgedWindows(windows: readonly TelemetryWindow[]): TelemetryWindow[] {
   const byShard = new Map<string, TelemetryWindow[]>();
   for (const w of windows) {
     if (!w.health) continue;
@@ -43,22 +47,50 @@ export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBou
     list.sort((a, b) => a.seq - b.seq);
     for (let i = 1; i < list.length - 1; i++) judged.push(list[i]);
   }
+  return judged;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+};
+
+/** The generator's health over the judged windows (see `judgedWindows`); null when none. */
+export function generatorHealthOfRun(
+  windows: readonly TelemetryWindow[],
+): NonNullable<MeasurementValidity['generator']> | null {
+  return healthOf(judgedWindows(windows));
+}
+
+function healthOf(judged: readonly TelemetryWindow[]): NonNullable<MeasurementValidity['generator']> | null {
+  if (!judged.length) return null;
+  // Measured on Linux only: absent from every window elsewhere.
+  const waits = judged.map((w) => w.health!.coreWaitShare).filter((x): x is number => x !== undefined);
+  return {
+    windows: judged.length,
+    loopUtilizationMedian: median(judged.map((w) => w.health!.loopUtilization)),
+    loopDelayP99MaxMs: maxOf(judged.map((w) => w.health!.loopDelayP99Ms)),
+    ...(waits.length ? { coreWaitShareMedian: median(waits) } : {}),
+  };
+}
+
+/**
+ * Whether the generator, not the target, limited a run, from each judged window's health (see
+ * `judgedWindows`). Null: not client-bound, or nothing to judge.
+ */
+export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBoundVerdict | null {
+  const judged = judgedWindows(windows);
   if (!judged.length) return null;
   const kinds = judged.map((w) => clientBoundKind(w.health!));
   const bound = judged.filter((_, i) => kinds[i] !== null);
   if (bound.length / judged.length < CLIENT_BOUND_WINDOW_SHARE) return null;
-  const median = (values: number[]) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)];
-  };
   const count = (kind: string) => kinds.filter((k) => k === kind).length;
-  const utilization = median(judged.map((w) => w.health!.loopUtilization));
-  const delayP99 = maxOf(judged.map((w) => w.health!.loopDelayP99Ms));
+  const health = healthOf(judged)!;
+  const utilization = health.loopUtilizationMedian;
+  const delayP99 = health.loopDelayP99MaxMs;
+  const coreWait = health.coreWaitShareMedian ?? null;
   const cpuBusy = median(judged.map((w) => w.health!.cpuBusy));
   const sendLate = maxOf(judged.map((w) => w.health!.sendLateP99Ms));
-  // Measured on Linux only: absent from every window elsewhere.
-  const waits = judged.map((w) => w.health!.coreWaitShare).filter((x): x is number => x !== undefined);
-  const coreWait = waits.length ? median(waits) : null;
   const t = CLIENT_BOUND_THRESHOLDS;
   const detail =
     `the client limited this run in ${bound.length} of ${judged.length} windows ` +

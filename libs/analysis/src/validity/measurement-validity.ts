@@ -1,7 +1,7 @@
 import type { MeasurementValidity, TelemetryWindow } from '@fathom/contracts';
 import type { RecordDigest } from '../evidence/record-digest';
 import { requestRatesPerBucket } from '../report/run-series';
-import { CLIENT_BOUND_ADVICE, judgeClientBound } from './client-bound';
+import { CLIENT_BOUND_ADVICE, generatorHealthOfRun, judgeClientBound } from './client-bound';
 
 export interface ValidityOptions {
   /** Share of iterations that may start late or be dropped before the generator is the bottleneck. */
@@ -128,5 +128,6 @@ export function assessValidity(
       }
     }
   }
-  return { valid: reasons.length === 0, reasons };
+  const generator = generatorHealthOfRun(windows);
+  return { valid: reasons.length === 0, reasons, ...(generator ? { generator } : {}) };
 }

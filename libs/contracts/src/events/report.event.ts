@@ -102,6 +102,22 @@ export const MeasurementValiditySchema = z.object({
       figures: z.record(z.string(), z.number()),
     }),
   ),
+  /**
+   * The load generator's own health over the run's judged windows (each shard's first and last
+   * left out), whether or not it crossed a client-bound threshold: what Fathom cost itself.
+   * Absent when no window carried health.
+   */
+  generator: z
+    .object({
+      windows: z.number().int().nonnegative(),
+      /** Median event-loop utilisation of the engine's thread. */
+      loopUtilizationMedian: z.number().min(0).max(1),
+      /** Highest window event-loop delay P99 (ms). */
+      loopDelayP99MaxMs: z.number().nonnegative(),
+      /** Median share of a window the engine's thread waited for its core; absent where not measured. */
+      coreWaitShareMedian: z.number().min(0).max(1).optional(),
+    })
+    .optional(),
 });
 export type MeasurementValidity = z.infer<typeof MeasurementValiditySchema>;
 

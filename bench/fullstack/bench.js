@@ -6,8 +6,9 @@
 // per round and their ratios (Fathom / peer), how busy the client's and the target's cores were
 // in each run (a target core near 100 % means the target set that rate), what the target itself
 // served in each run (its count beside the client's, `(=)` when they agree, and its rate from the
-// first completion to the last: a ratio that no client's own time keeping can bend), and Fathom's
-// RSS over time. Figures, never a test.
+// first completion to the last: a ratio that no client's own time keeping can bend), what Fathom
+// says its engine thread cost itself (median busy, median wait for its core), and Fathom's RSS over
+// time. Figures, never a test.
 //
 // Usage: node bench/fullstack/bench.js [--seconds 10] [--concurrency 16] [--rounds 3]
 //          [--modes json,stream] [--long-seconds 60 | --long] [--long-modes json,stream] [--port N]
@@ -230,6 +231,9 @@ async function fathom(mode, durationS, sampleMs = 500) {
     records: s.sampling?.records ?? null,
     semanticChecked: s.sampling?.semanticChecked ?? null,
     validity: s.validity?.valid === false ? s.validity.reasons.map((r) => r.kind).join(',') : 'valid',
+    // What the generator cost itself (medians over its judged windows; core wait on Linux).
+    engineBusy: s.validity?.generator?.loopUtilizationMedian ?? null,
+    coreWait: s.validity?.generator?.coreWaitShareMedian ?? null,
     rss,
     cores: out.cores,
     served,
@@ -245,6 +249,7 @@ const median = (xs) => {
     : NaN;
 };
 const f1 = (x) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(1));
+const pct = (x) => (x === null || x === undefined ? '-' : `${(x * 100).toFixed(0)} %`);
 /** Milliseconds: three decimals below 1 ms, where one printed a loopback P50 as 0.0. */
 const fms = (x) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toFixed(x < 1 ? 3 : 1));
 
@@ -283,7 +288,7 @@ async function main() {
         });
         console.log(
           `  round ${round}: fathom ${f1(f.requestsPerSec)} req/s P50 ${fms(f.p50Ms)} ms (${f.records} records, ` +
-            `${f.semanticChecked} checked, ${f.validity}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB${coresText(f.cores)}, ${servedText(f.requests, f.served)}) | ${parts.join(' | ')}`,
+            `${f.semanticChecked} checked, ${f.validity}, engine busy ${pct(f.engineBusy)} and waiting for its core ${pct(f.coreWait)}, RSS max ${f1(Math.max(...f.rss.map((r) => r.mib)))} MiB${coresText(f.cores)}, ${servedText(f.requests, f.served)}) | ${parts.join(' | ')}`,
         );
       }
       scripts.forEach((argv, i) =>

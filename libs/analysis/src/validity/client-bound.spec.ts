@@ -1,7 +1,7 @@
 import { envelope, type GeneratorHealth, type TelemetryWindow } from '@fathom/contracts';
 import { mergeWindows } from '@fathom/load';
 import type { TrackedCause } from '../root-cause/root-cause.engine';
-import { generatorHealthOfRun, judgeClientBound, rootCausesOfRun } from './client-bound';
+import { assessGenerator, judgeClientBound, rootCausesOfRun } from './client-bound';
 import { assessValidity } from './measurement-validity';
 
 const idle: GeneratorHealth = {
@@ -105,7 +105,7 @@ describe(judgeClientBound.name, () => {
   });
 });
 
-describe(generatorHealthOfRun.name, () => {
+describe(assessGenerator.name, () => {
   it('gives the judged windows’ medians on a valid run too, and nothing without health', () => {
     const health = [0.2, 0.3, 0.5, 0.4, 0.9].map((u, i) => ({
       ...idle,
@@ -121,10 +121,10 @@ describe(generatorHealthOfRun.name, () => {
       loopDelayP99MaxMs: 5,
       coreWaitShareMedian: 0.04,
     };
-    expect(generatorHealthOfRun(windows)).toEqual(expected);
+    expect(assessGenerator(windows).health).toEqual(expected);
     const validity = assessValidity(windows, [], false);
     expect(validity).toMatchObject({ generator: expected });
-    expect(generatorHealthOfRun(windows.map(({ health: _, ...w }) => w))).toBeNull();
+    expect(assessGenerator(windows.map(({ health: _, ...w }) => w)).health).toBeNull();
     expect(
       assessValidity(
         windows.map(({ health: _, ...w }) => w),

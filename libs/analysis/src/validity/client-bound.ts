@@ -55,23 +55,27 @@ const median = (values: number[]) => {
   return sorted[Math.floor(sorted.length / 2)];
 };
 
-/** The generator's health over the judged windows (see `judgedWindows`); null when none. */
-export function generatorHealthOfRun(
-  windows: readonly TelemetryWindow[],
-): NonNullable<MeasurementValidity['generator']> | null {
-  return healthOf(judgedWindows(windows));
-}
+type GeneratorHealthOfRun = NonNullable<MeasurementValidity['generator']>;
 
-function healthOf(judged: readonly TelemetryWindow[]): NonNullable<MeasurementValidity['generator']> | null {
-  if (!judged.length) return null;
+/**
+ * The generator's health over a run's judged windows (see `judgedWindows`; null when none) and
+ * whether it limited the run (`judgeClientBound`), from one pass over the windows.
+ */
+export function assessGenerator(windows: readonly TelemetryWindow[]): {
+  health: GeneratorHealthOfRun | null;
+  bound: ClientBoundVerdict | null;
+} {
+  const judged = judgedWindows(windows);
+  if (!judged.length) return { health: null, bound: null };
   // Measured on Linux only: absent from every window elsewhere.
   const waits = judged.map((w) => w.health!.coreWaitShare).filter((x): x is number => x !== undefined);
-  return {
+  const health: GeneratorHealthOfRun = {
     windows: judged.length,
     loopUtilizationMedian: median(judged.map((w) => w.health!.loopUtilization)),
     loopDelayP99MaxMs: maxOf(judged.map((w) => w.health!.loopDelayP99Ms)),
     ...(waits.length ? { coreWaitShareMedian: median(waits) } : {}),
   };
+  return { health, bound: verdictOf(judged, health) };
 }
 
 /**
@@ -79,13 +83,17 @@ function healthOf(judged: readonly TelemetryWindow[]): NonNullable<MeasurementVa
  * `judgedWindows`). Null: not client-bound, or nothing to judge.
  */
 export function judgeClientBound(windows: readonly TelemetryWindow[]): ClientBoundVerdict | null {
-  const judged = judgedWindows(windows);
-  if (!judged.length) return null;
+  return assessGenerator(windows).bound;
+}
+
+function verdictOf(
+  judged: readonly TelemetryWindow[],
+  health: GeneratorHealthOfRun,
+): ClientBoundVerdict | null {
   const kinds = judged.map((w) => clientBoundKind(w.health!));
   const bound = judged.filter((_, i) => kinds[i] !== null);
   if (bound.length / judged.length < CLIENT_BOUND_WINDOW_SHARE) return null;
   const count = (kind: string) => kinds.filter((k) => k === kind).length;
-  const health = healthOf(judged)!;
   const utilization = health.loopUtilizationMedian;
   const delayP99 = health.loopDelayP99MaxMs;
   const coreWait = health.coreWaitShareMedian ?? null;

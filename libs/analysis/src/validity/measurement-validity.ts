@@ -1,7 +1,7 @@
 import type { MeasurementValidity, TelemetryWindow } from '@fathom/contracts';
 import type { RecordDigest } from '../evidence/record-digest';
 import { requestRatesPerBucket } from '../report/run-series';
-import { CLIENT_BOUND_ADVICE, generatorHealthOfRun, judgeClientBound } from './client-bound';
+import { CLIENT_BOUND_ADVICE, assessGenerator } from './client-bound';
 
 export interface ValidityOptions {
   /** Share of iterations that may start late or be dropped before the generator is the bottleneck. */
@@ -70,7 +70,7 @@ export function assessValidity(
   options: ValidityOptions = DEFAULT_VALIDITY_OPTIONS,
 ): MeasurementValidity {
   const reasons: MeasurementValidity['reasons'] = [];
-  const bound = judgeClientBound(windows);
+  const { health: generator, bound } = assessGenerator(windows);
   if (bound) {
     reasons.push({
       kind: 'client-bound',
@@ -128,6 +128,5 @@ export function assessValidity(
       }
     }
   }
-  const generator = generatorHealthOfRun(windows);
   return { valid: reasons.length === 0, reasons, ...(generator ? { generator } : {}) };
 }

@@ -96,7 +96,6 @@ export class GeneratorHealthMonitor {
   private inFlightMax = 0;
   /** The thread's scheduler figures at the window's start (null: not measured here). */
   private sched = threadSchedStat();
-  private sampledAt = performance.now();
 
   /** Made on the engine's thread: the core waits it measures are that thread's. */
   constructor(private readonly concurrency: number) {
@@ -130,7 +129,7 @@ export class GeneratorHealthMonitor {
       concurrency: this.concurrency,
       e2eP50Ms,
       recordBudgetPerSec: windowMs > 0 ? (records * 1000) / windowMs : 0,
-      ...this.coreWait(),
+      ...this.coreWait(windowMs),
     };
     this.delay.reset();
     this.late.reset();
@@ -142,19 +141,16 @@ export class GeneratorHealthMonitor {
     this.delay.disable();
   }
 
-  /** How long the thread waited for a core since the last sample; {} where not measured. */
-  private coreWait(): Pick<GeneratorHealth, 'coreWaitShare' | 'coreWaitMeanMs'> {
-    const now = performance.now();
-    const elapsedMs = now - this.sampledAt;
-    this.sampledAt = now;
+  /** How long the thread waited for a core in the `windowMs` since the last sample; {} where not measured. */
+  private coreWait(windowMs: number): Pick<GeneratorHealth, 'coreWaitShare' | 'coreWaitMeanMs'> {
     const before = this.sched;
     const after = threadSchedStat();
     this.sched = after;
-    if (before === null || after === null || elapsedMs <= 0) return {};
+    if (before === null || after === null || windowMs <= 0) return {};
     const waitMs = Math.max(0, after.waitNs - before.waitNs) / 1e6;
     const slices = Math.max(0, after.slices - before.slices);
     return {
-      coreWaitShare: Math.min(1, waitMs / elapsedMs),
+      coreWaitShare: Math.min(1, waitMs / windowMs),
       coreWaitMeanMs: slices > 0 ? waitMs / slices : 0,
     };
   }

@@ -13,8 +13,13 @@ import { createFathomApp, type FathomApp } from './fathom-app';
 import { SERVICE_NAMES } from '@fathom/contracts';
 
 export interface EmbeddedOptions {
-  /** PGlite data directory; null keeps everything in memory. */
+  /** PGlite data directory; null keeps everything in memory (or in `scratchDir`). */
   readonly dataDir: string | null;
+  /**
+   * With `dataDir` null: a new, empty directory for the throw-away database's files instead of
+   * memory (`fathom run` of a long campaign). The caller removes it after `close`.
+   */
+  readonly scratchDir?: string | null;
   readonly host?: string;
   readonly port?: number;
   readonly logLevels?: LogLevel[] | false;
@@ -51,6 +56,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedF
     kind: 'pglite',
     dataDir: options.dataDir,
     snapshotDir: snapshotDirFromEnv(process.env),
+    scratchDir: options.scratchDir ?? null,
   });
   try {
     const fathom = await createFathomApp({

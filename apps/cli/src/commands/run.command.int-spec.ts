@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -195,6 +195,44 @@ describe('fathom run FILE, against a target that counts what it served', () => {
     expect(stdout).toMatch(/requests [1-9]\d*/);
     expect(code).toBe(130);
     expect(Date.now() - interruptedAt).toBeLessThan(30_000);
+  });
+
+  it('keeps the database of a run over 10 minutes in a temporary directory, removed when it ends', async () => {
+    const file = join(dir, 'hour.yaml');
+    await writeFile(
+      file,
+      stringify({
+        name: 'an hour',
+        target: { baseUrl: target.base },
+        scenario: { type: 'chat', model: 'm', prompts: ['hi'], maxTokens: 4, stream: false },
+        load: { concurrency: 2, durationMs: 3_600_000 },
+      }),
+    );
+    const scratchParent = await mkdtemp(join(tmpdir(), 'fathom-run-tmpdir-'));
+    try {
+      const child = spawn(process.execPath, [BIN, 'run', file], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, TMPDIR: scratchParent },
+      });
+      let stdout = '';
+      child.stdout.on('data', (c) => (stdout += String(c)));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      const before = target.served;
+      const deadline = Date.now() + 40_000;
+      while (target.served - before < 20 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(target.served - before).toBeGreaterThanOrEqual(20);
+      // While it runs, the database's files are in one fathom-run-* directory there.
+      const scratch = (await readdir(scratchParent)).filter((name) => name.startsWith('fathom-run-'));
+      expect(scratch).toHaveLength(1);
+      expect(await readdir(join(scratchParent, scratch[0]))).toContain('PG_VERSION');
+      child.kill('SIGINT');
+      expect(await exited).toBe(130);
+      expect(stdout).toMatch(/Run \S+ \(an hour\): aborted/);
+      expect(await readdir(scratchParent)).toEqual([]);
+    } finally {
+      await rm(scratchParent, { recursive: true, force: true });
+    }
   });
 
   it('reports what the target served, and its CSV lists each second once, summing to it', async () => {

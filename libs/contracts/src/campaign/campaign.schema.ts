@@ -47,6 +47,14 @@ export const CampaignSpecSchema = z
          * Latency figures never sample: the HDR windows count every request.
          */
         recordsPerSecond: z.number().positive().max(100_000).default(100),
+        /**
+         * Per-request records the whole run keeps at most, over all its shards (the default is an
+         * hour at the default budget): a run longer than `maxRecords / recordsPerSecond` seconds
+         * records at `maxRecords / durationMs` instead, a sample spread evenly over the run, so
+         * its stored events stay bounded (a day at 100 a second would be ~13 GB). Does not apply
+         * to `recordSampleRate`.
+         */
+        maxRecords: z.number().int().positive().max(1_000_000_000).default(360_000),
         /** A fixed fraction of requests recorded instead of the budget (1 = all; 0 = none). */
         recordSampleRate: z.number().min(0).max(1).optional(),
         /** Number of shards the plan is cut into for load-generators in a consumer group. */

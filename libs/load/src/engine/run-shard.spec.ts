@@ -321,6 +321,38 @@ describe(runShard.name, () => {
     }
   });
 
+  it("records no more than the run's maxRecords share of a shard, and still counts every request", async () => {
+    const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 1 }));
+    const { sink, records, windows } = collectingSink();
+    try {
+      const sut = await runShard({
+        spec: spec(
+          target.url,
+          {
+            concurrency: 4,
+            durationMs: 1500,
+            maxRecords: 24, // 3 shards: 8 for this one, 5.3 a second instead of 100
+            shards: 3,
+            profile: { type: 'constant-rate', ratePerSec: 300 },
+          },
+          { type: 'chat', prompts: ['hi'], stream: false },
+        ),
+        shard: { index: 0, count: 3 },
+        ...ids,
+        sink,
+        signal: new AbortController().signal,
+        windowMs: 500,
+      });
+      expect(mergeWindows(windows).requests).toBe(sut.sent);
+      expect(sut.sent).toBeGreaterThan(100);
+      expect(records.length).toBe(sut.recordsSampled);
+      expect(records.length).toBeGreaterThanOrEqual(5);
+      expect(records.length).toBeLessThanOrEqual(8);
+    } finally {
+      await target.close();
+    }
+  });
+
   it('samples records at recordSampleRate and still counts every request in the windows', async () => {
     const target = await startLocalOpenAi(() => ({ kind: 'json', delayMs: 1 }));
     const { sink, records, windows } = collectingSink();

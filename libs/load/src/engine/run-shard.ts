@@ -218,7 +218,7 @@ class ShardRun implements AdaptiveExecutorContext {
     this.records =
       fixedRate !== undefined
         ? RecordBudget.fixed(fixedRate, () => sampling.next())
-        : RecordBudget.budget(this.spec.load.recordsPerSecond);
+        : RecordBudget.forShard(this.spec.load, this.shard.count);
     this.gate = options.gate ?? (() => true);
     this.contentCapChars = options.contentCapChars ?? 2048;
     this.accounting = new ShardAccounting({

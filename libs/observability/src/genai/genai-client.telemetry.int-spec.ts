@@ -24,6 +24,7 @@ const SPEC = {
     durationMs: 1000,
     requestTimeoutMs: 30000,
     recordsPerSecond: 100,
+    maxRecords: 360_000,
     recordSampleRate: 1,
     shards: 1,
   },

@@ -36,6 +36,13 @@ export type PgliteDatabaseConfig = {
    * (`pglite-snapshot.ts`; `snapshotDirFromEnv` reads the usual place). Absent or `null`: no cache.
    */
   snapshotDir?: string | null;
+  /**
+   * With `dataDir` null: a new, empty directory that holds this throw-away database's files
+   * instead of memory (it starts from the cached snapshot all the same). A long run's stored
+   * events would otherwise grow the process's memory for as long as it lasts. The caller
+   * removes the directory.
+   */
+  scratchDir?: string | null;
 };
 
 export type PostgresDatabaseConfig = {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { migrate } from '../migrations/migrator';
 import type { Database, DatabaseConfig } from './database';
 import { PgliteDatabase } from './pglite.database';
-import { openInMemoryPglite, snapshotDirFromEnv } from './pglite-snapshot';
+import { openFreshPglite, snapshotDirFromEnv } from './pglite-snapshot';
 import { PostgresDatabase } from './postgres.database';
 
 /** `FATHOM_DATA_DIR` value that keeps the embedded database in memory (PGlite's own prefix). */
@@ -53,7 +53,7 @@ export function databaseConfigFromEnv(
 /** Opens the database `config` names and migrates it to the newest schema before returning. */
 export async function openDatabase(config: DatabaseConfig): Promise<Database> {
   if (config.kind === 'pglite' && config.dataDir === null) {
-    return (await openInMemoryPglite(config.snapshotDir ?? null)).database;
+    return (await openFreshPglite(config.snapshotDir ?? null, config.scratchDir ?? null)).database;
   }
   const db: Database =
     config.kind === 'postgres'

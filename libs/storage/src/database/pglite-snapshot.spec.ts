@@ -1,8 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MIGRATIONS } from '../migrations/migrations';
-import { openInMemoryPglite, snapshotDirFromEnv, snapshotKey } from './pglite-snapshot';
+import { PgliteDatabase } from './pglite.database';
+import { openFreshPglite, snapshotDirFromEnv, snapshotKey } from './pglite-snapshot';
 
 describe(snapshotDirFromEnv.name, () => {
   it('takes FATHOM_CACHE_DIR, then XDG_CACHE_HOME/fathom, then ~/.cache/fathom; off turns it off', () => {
@@ -30,7 +31,7 @@ describe(snapshotKey.name, () => {
   });
 });
 
-describe(openInMemoryPglite.name, () => {
+describe(openFreshPglite.name, () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'fathom-snapshot-'));
@@ -44,7 +45,7 @@ describe(openInMemoryPglite.name, () => {
     );
 
   it('writes a snapshot once, starts later databases from it, empty and current', async () => {
-    const first = await openInMemoryPglite(dir);
+    const first = await openFreshPglite(dir);
     expect(first.fromSnapshot).toBe(false);
     // What the first process writes after its snapshot stays out of the snapshot.
     await first.database.query('CREATE TABLE written_after (x int)');
@@ -53,7 +54,7 @@ describe(openInMemoryPglite.name, () => {
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^pglite-[0-9a-f]{24}\.tar\.gz$/);
 
-    const second = await openInMemoryPglite(dir);
+    const second = await openFreshPglite(dir);
     expect(second.fromSnapshot).toBe(true);
     expect(await versions(second.database)).toEqual(MIGRATIONS.map((m) => m.version));
     expect(Math.max(...(await versions(second.database)))).toBe(newest);
@@ -72,24 +73,58 @@ describe(openInMemoryPglite.name, () => {
     const key = snapshotKey();
     const file = join(dir, `pglite-${key}.tar.gz`);
     writeFileSync(file, 'not a tarball');
-    const opened = await openInMemoryPglite(dir);
+    const opened = await openFreshPglite(dir);
     expect(opened.fromSnapshot).toBe(false);
     expect(await versions(opened.database)).toEqual(MIGRATIONS.map((m) => m.version));
     await opened.database.close();
     expect(readFileSync(file).length).toBeGreaterThan(1000);
-    const again = await openInMemoryPglite(dir);
+    const again = await openFreshPglite(dir);
     expect(again.fromSnapshot).toBe(true);
     await again.database.close();
+  }, 60_000);
+
+  it('keeps the database in a scratch directory instead of memory, from the snapshot or from scratch', async () => {
+    const fresh = join(dir, 'scratch-1');
+    mkdirSync(fresh);
+    const first = await openFreshPglite(join(dir, 'cache'), fresh);
+    expect(first.fromSnapshot).toBe(false);
+    await first.database.query('CREATE TABLE mine (x int)');
+    await first.database.query('INSERT INTO mine VALUES (1)');
+    await first.database.close();
+    expect(readdirSync(fresh)).toContain('PG_VERSION');
+    // The same directory opened again is the same database: its files were on disk.
+    const reopened = await PgliteDatabase.open(fresh);
+    expect(await reopened.query('SELECT x FROM mine')).toEqual([{ x: 1 }]);
+    await reopened.close();
+
+    const another = join(dir, 'scratch-2');
+    mkdirSync(another);
+    const second = await openFreshPglite(join(dir, 'cache'), another);
+    expect(second.fromSnapshot).toBe(true);
+    expect(await versions(second.database)).toEqual(MIGRATIONS.map((m) => m.version));
+    await second.database.close();
+    expect(readdirSync(another)).toContain('PG_VERSION');
+  }, 60_000);
+
+  it('starts from scratch in a scratch directory where the snapshot does not load', async () => {
+    mkdirSync(join(dir, 'cache'));
+    writeFileSync(join(dir, 'cache', `pglite-${snapshotKey()}.tar.gz`), 'not a tarball');
+    const scratch = join(dir, 'scratch');
+    mkdirSync(scratch);
+    const opened = await openFreshPglite(join(dir, 'cache'), scratch);
+    expect(opened.fromSnapshot).toBe(false);
+    expect(await versions(opened.database)).toEqual(MIGRATIONS.map((m) => m.version));
+    await opened.database.close();
   }, 60_000);
 
   it('opens without a cache it cannot write, or with none', async () => {
     const blocked = join(dir, 'a-file');
     writeFileSync(blocked, 'x');
-    const unwritable = await openInMemoryPglite(join(blocked, 'cache'));
+    const unwritable = await openFreshPglite(join(blocked, 'cache'));
     expect(unwritable.fromSnapshot).toBe(false);
     expect(await versions(unwritable.database)).toHaveLength(MIGRATIONS.length);
     await unwritable.database.close();
-    const none = await openInMemoryPglite(null);
+    const none = await openFreshPglite(null);
     expect(none.fromSnapshot).toBe(false);
     await none.database.close();
     expect(readdirSync(dir)).toEqual(['a-file']);

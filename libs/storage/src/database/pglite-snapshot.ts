@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { migrate } from '../migrations/migrator';
@@ -52,27 +52,33 @@ export function snapshotKey(
   return hash.digest('hex').slice(0, 24);
 }
 
-export type InMemoryOpen = {
+export type FreshOpen = {
   database: PgliteDatabase;
   /** Whether it started from the cached snapshot (no initdb) rather than from scratch. */
   fromSnapshot: boolean;
 };
 
 /**
- * Opens an in-memory PGlite migrated to the newest schema. PostgreSQL's initdb inside WASM takes
- * 2-6 s on the 2-core host, most of `fathom run`'s start; a snapshot of the migrated, empty
- * database loads in under 1 s. So the first process writes the snapshot to `snapshotDir`
- * (atomically, by rename) and later ones start from it. A snapshot that cannot be read or does
- * not load is deleted and the database made from scratch; a cache that cannot be written is
- * skipped. Either way the caller gets a current, empty database.
+ * Opens a throw-away PGlite, in memory or in `scratchDir` (a new, empty directory), migrated to
+ * the newest schema. PostgreSQL's initdb inside WASM takes 2-6 s on the 2-core host, most of
+ * `fathom run`'s start; a snapshot of the migrated, empty database loads in under 1 s. So the
+ * first process writes the snapshot to `snapshotDir` (atomically, by rename) and later ones start
+ * from it. A snapshot that cannot be read or does not load is deleted and the database made from
+ * scratch; a cache that cannot be written is skipped. Either way the caller gets a current,
+ * empty database.
  */
-export async function openInMemoryPglite(snapshotDir: string | null): Promise<InMemoryOpen> {
+export async function openFreshPglite(
+  snapshotDir: string | null,
+  scratchDir: string | null = null,
+): Promise<FreshOpen> {
   const key = snapshotDir === null ? null : snapshotKey();
   const file = snapshotDir === null || key === null ? null : join(snapshotDir, `pglite-${key}.tar.gz`);
   if (file !== null) {
     const bytes = await readFile(file).catch(() => null);
     if (bytes !== null) {
-      const opened = await PgliteDatabase.open(null, { loadDataDir: new Blob([bytes]) }).catch(() => null);
+      const opened = await PgliteDatabase.open(scratchDir, { loadDataDir: new Blob([bytes]) }).catch(
+        () => null,
+      );
       if (opened !== null) {
         try {
           await migrate(opened);
@@ -82,9 +88,11 @@ export async function openInMemoryPglite(snapshotDir: string | null): Promise<In
         }
       }
       await unlink(file).catch(() => undefined);
+      // What a failed load left in the scratch directory would be taken for a database.
+      if (scratchDir !== null) await emptyDir(scratchDir);
     }
   }
-  const database = await PgliteDatabase.open(null);
+  const database = await PgliteDatabase.open(scratchDir);
   try {
     await migrate(database);
   } catch (error) {
@@ -93,6 +101,11 @@ export async function openInMemoryPglite(snapshotDir: string | null): Promise<In
   }
   if (file !== null) await writeSnapshot(database, file);
   return { database, fromSnapshot: false };
+}
+
+async function emptyDir(dir: string): Promise<void> {
+  const entries = await readdir(dir).catch(() => [] as string[]);
+  await Promise.all(entries.map((entry) => rm(join(dir, entry), { recursive: true, force: true })));
 }
 
 async function writeSnapshot(database: PgliteDatabase, file: string): Promise<void> {

@@ -444,7 +444,7 @@ export class RunAnalysisService implements OnModuleInit, OnApplicationShutdown {
     // A client-bound run names that alone: its latencies describe the generator, not the target.
     const bound = judgeClientBound(state.timeline.windows);
     // A detector's verdict may come after the last record it judged: causes see it too.
-    const causeNow = state.timeline.detectors.reduce((t, s) => Math.max(t, s.emittedAt), now);
+    const causeNow = Math.max(now, state.timeline.latestDetectorMs ?? now);
     const diagnosis = bound
       ? [clientBoundRootCause(bound)]
       : diagnose(state.timeline, causeNow, { ...this.causeOptions, p99BudgetMs: p99Budget });

@@ -18,7 +18,11 @@ import { ScheduleRepository } from './repositories/schedule.repository';
 import { ShadowBreakerRepository, type StoredShadowBreaker } from './repositories/shadow-breaker.repository';
 import { ShadowRepository } from './repositories/shadow.repository';
 import { RunNotFoundError } from './repositories/run.repository';
-import { RUN_EVENT_ROWS_PER_STATEMENT, type RunEventRecord } from './repositories/run-event.repository';
+import {
+  PAGE_BY_RUN_SQL,
+  RUN_EVENT_ROWS_PER_STATEMENT,
+  type RunEventRecord,
+} from './repositories/run-event.repository';
 
 /**
  * The one repository suite, run against every backend (PGlite in `storage.pglite.spec.ts`,
@@ -554,6 +558,60 @@ export function describeStorageContract(backend: string, open: () => Promise<Dat
             /page size must be a positive integer/,
           );
       });
+
+      it("keeps the planner's statistics fresh, so a page is an index scan of its own rows", async () => {
+        const runId = uid('run');
+        const pages = async () =>
+          Number(
+            (
+              await db.query<{ pages: number }>(
+                `SELECT (pg_relation_size('run_events') / current_setting('block_size')::integer)::float8 AS pages`,
+              )
+            )[0].pages,
+          );
+        const analyzed = async () =>
+          Number(
+            (
+              await db.query<{ n: number }>(
+                `SELECT relpages::float8 AS n FROM pg_class WHERE oid = 'run_events'::regclass`,
+              )
+            )[0].n,
+          );
+        // Events of ~1.2 KB (a semantic signal is ~850 B) until the table is past 1 MB and a
+        // quarter past what its statistics last saw.
+        const filler = Array.from({ length: 33 }, () => randomUUID()).join('');
+        let n = 0;
+        const grow = async () => {
+          const target = Math.max(160, (await analyzed()) * 1.3);
+          while ((await pages()) < target) {
+            await sut.runEvents.appendMany(
+              Array.from({ length: 500 }, () =>
+                event(runId, n++, { kind: 'semantic', payload: { filler, n } }),
+              ),
+            );
+          }
+        };
+        await grow();
+        expect(n).toBeGreaterThan(0);
+        expect(await sut.runEvents.refreshStatistics()).toBe(true);
+        expect(await analyzed()).toBeGreaterThan(0);
+        expect(await sut.runEvents.refreshStatistics()).toBe(false);
+        await grow();
+        expect(await sut.runEvents.refreshStatistics()).toBe(true);
+
+        const cursor = (await sut.runEvents.pageByRun(runId, { limit: Math.floor(n / 10) })).pop()!;
+        const [plan] = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${PAGE_BY_RUN_SQL}`, [
+          runId,
+          null,
+          ['semantic'],
+          new Date(cursor.occurredAt).toISOString(),
+          cursor.eventId,
+          200,
+        ]);
+        const text = JSON.stringify(plan['QUERY PLAN']);
+        expect(text).toContain('"Index Scan"');
+        expect(text).not.toContain('Bitmap Heap Scan');
+      }, 120_000);
 
       it('prunes a run to its newest events by event time and leaves other runs alone', async () => {
         const runId = uid('run');

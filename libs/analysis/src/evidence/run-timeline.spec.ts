@@ -1,4 +1,4 @@
-import { envelope, type TelemetryWindow } from '@fathom/contracts';
+import { envelope, type DetectorSignal, type TelemetryWindow } from '@fathom/contracts';
 import { decodeHistogram, encodeHistogram, mergeWindows } from '@fathom/load';
 import { RunTimeline } from './run-timeline';
 import type { RecordDigest } from './record-digest';
@@ -64,5 +64,57 @@ describe(RunTimeline.name, () => {
     expect(sut.span(...recent).latency.e2e).toEqual(whole.span(...recent).latency.e2e);
     const head = [start, start + 5_000] as const;
     expect(sut.span(...head).latency.e2e).toEqual(whole.span(...head).latency.e2e);
+  });
+
+  it('gives a span the detector signals emitted in (from, to], however they arrived', () => {
+    const sut = new RunTimeline();
+    const signal = (at: number, detector: string): DetectorSignal => ({
+      ...envelope('c', 'r', at),
+      kind: 'detector',
+      detector,
+      requestId: null,
+      severity: 'warning',
+      message: detector,
+      figures: {},
+    });
+    // Mostly in order, one late arrival, two at the same time in the order they came.
+    for (const [at, name] of [
+      [100, 'a'],
+      [200, 'b'],
+      [300, 'c'],
+      [250, 'late'],
+      [300, 'd'],
+      [400, 'e'],
+    ] as const)
+      sut.addDetector(signal(at, name));
+    expect(sut.span(200, 300).detectors.map((s) => s.detector)).toEqual(['late', 'c', 'd']);
+    expect(sut.span(0, 100).detectors.map((s) => s.detector)).toEqual(['a']);
+    expect(sut.span(400, 500).detectors).toEqual([]);
+    expect(sut.detectors.map((s) => s.detector)).toEqual(['a', 'b', 'late', 'c', 'd', 'e']);
+    sut.addDetector(signal(50, 'earliest'));
+    expect(sut.span(0, 100).detectors.map((s) => s.detector)).toEqual(['earliest', 'a']);
+  });
+
+  it("gives one detector's signals oldest first, and when the newest of all was emitted", () => {
+    const sut = new RunTimeline();
+    expect(sut.detectorsOf('drift')).toEqual([]);
+    expect(sut.latestDetectorMs).toBeNull();
+    const signal = (at: number, detector: string, message: string): DetectorSignal => ({
+      ...envelope('c', 'r', at),
+      kind: 'detector',
+      detector,
+      requestId: null,
+      severity: 'info',
+      message,
+      figures: {},
+    });
+    sut.addDetector(signal(300, 'drift', 'd300'));
+    sut.addDetector(signal(500, 'anomaly', 'a500'));
+    sut.addDetector(signal(100, 'drift', 'd100'));
+    sut.addDetector(signal(400, 'drift', 'd400'));
+    expect(sut.detectorsOf('drift').map((s) => s.message)).toEqual(['d100', 'd300', 'd400']);
+    expect(sut.detectorsOf('anomaly').map((s) => s.message)).toEqual(['a500']);
+    expect(sut.latestDetectorMs).toBe(500);
+    expect(sut.detectors).toHaveLength(4);
   });
 });

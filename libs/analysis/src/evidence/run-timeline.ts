@@ -74,6 +74,11 @@ export class RunTimeline {
   private readonly detectorList: DetectorSignal[] = [];
   private digestsSorted = true;
   private gpuSorted = true;
+  private detectorsSorted = true;
+  /** The same signals by detector (causes ask for one detector's), and the names not in order. */
+  private readonly detectorsByName = new Map<string, DetectorSignal[]>();
+  private readonly unsortedNames = new Set<string>();
+  private latestDetector: number | null = null;
   /** Start of the first window ever added: pruning never moves it (baselines are anchored on it). */
   private firstWindowStart: number | null = null;
   /** Bounds of digests folded but not held (`addDigestBounds`). */
@@ -162,7 +167,29 @@ export class RunTimeline {
   }
 
   addDetector(signal: DetectorSignal): void {
+    const last = this.detectorList[this.detectorList.length - 1];
+    if (last && signal.emittedAt < last.emittedAt) this.detectorsSorted = false;
     this.detectorList.push(signal);
+    const named = this.detectorsByName.get(signal.detector);
+    if (!named) this.detectorsByName.set(signal.detector, [signal]);
+    else {
+      if (signal.emittedAt < named[named.length - 1].emittedAt) this.unsortedNames.add(signal.detector);
+      named.push(signal);
+    }
+    this.latestDetector = Math.max(this.latestDetector ?? signal.emittedAt, signal.emittedAt);
+  }
+
+  /** The signals of detector `name`, oldest first (a run keeps them all: causes ask for theirs). */
+  detectorsOf(name: string): readonly DetectorSignal[] {
+    const named = this.detectorsByName.get(name);
+    if (!named) return [];
+    if (this.unsortedNames.delete(name)) named.sort((a, b) => a.emittedAt - b.emittedAt);
+    return named;
+  }
+
+  /** When the newest detector signal was emitted (epoch ms); null before any. */
+  get latestDetectorMs(): number | null {
+    return this.latestDetector;
   }
 
   get windows(): TelemetryWindow[] {
@@ -179,7 +206,9 @@ export class RunTimeline {
     return this.gpuList;
   }
 
+  /** Oldest first (those emitted at the same time in the order they came). */
   get detectors(): readonly DetectorSignal[] {
+    this.sort();
     return this.detectorList;
   }
 
@@ -240,7 +269,9 @@ export class RunTimeline {
       latency,
       digests: between(this.digests, (d) => d.at, fromMs, toMs),
       gpu: between(this.gpu, (g) => g.at, fromMs, toMs),
-      detectors: this.detectorList.filter((s) => s.emittedAt > fromMs && s.emittedAt <= toMs),
+      // Detector signals are kept for the whole run (a live run of an hour: hundreds of
+      // thousands), and spans are asked for several times a second: found, not filtered.
+      detectors: between(this.detectors, (s) => s.emittedAt, fromMs, toMs),
     };
   }
 
@@ -252,6 +283,10 @@ export class RunTimeline {
     if (!this.gpuSorted) {
       this.gpuList.sort((a, b) => a.at - b.at);
       this.gpuSorted = true;
+    }
+    if (!this.detectorsSorted) {
+      this.detectorList.sort((a, b) => a.emittedAt - b.emittedAt);
+      this.detectorsSorted = true;
     }
   }
 }

@@ -71,7 +71,9 @@ export function sweepSummary(
   const byStep = new Map<number, TelemetryWindow[]>();
   for (const w of measured) {
     const index = phaseOf(w).index;
-    byStep.set(index, [...(byStep.get(index) ?? []), w]);
+    const step = byStep.get(index);
+    if (step) step.push(w);
+    else byStep.set(index, [w]);
   }
   if (![...byStep.values()].some((ws) => phaseOf(ws[0]).kind !== 'run')) return undefined;
   const steps: SweepStep[] = [...byStep.entries()].map(([index, ws]) =>

@@ -1,4 +1,4 @@
-import { envelope, type TelemetryWindow } from '@fathom/contracts';
+import { envelope, type DetectorSignal, type TelemetryWindow } from '@fathom/contracts';
 import { mergeWindows } from '@fathom/load';
 import { RUN_SERIES_LIMITS, buildRunSeries, requestRatesPerBucket, seriesBuckets } from './run-series';
 import { T0, fixtureReport } from './report-document.test-util';
@@ -66,6 +66,39 @@ describe(buildRunSeries.name, () => {
     expect(sut.tokenSamples.map((s) => s.spans.length)).toEqual([1, 0]);
     expect(sut.records).toHaveLength(20);
     expect(sut.semanticFindings.map((f) => f.detector)).toEqual(['prompt-explosion']);
+  });
+
+  it("sums a long run's detector signals per detector, with its worst and latest as examples", () => {
+    // An hour at the default record budget against a target whose every answer is flagged: one
+    // signal per record. Grouped by copying each group anew, these took minutes (13.7 s for 60,000).
+    const signals: DetectorSignal[] = Array.from({ length: 360_000 }, (_, i) => ({
+      ...envelope('c-1', 'run-1', T0 + i * 10),
+      kind: 'detector',
+      detector: i % 3 === 0 ? 'semantic-anomaly' : 'hallucination',
+      requestId: `r-${i}`,
+      severity: i === 7 ? 'critical' : 'warning',
+      message: `signal ${i}`,
+      figures: {},
+    }));
+    const sut = buildRunSeries({
+      windows: [win(0, 1000, 1)],
+      digests: [],
+      gpu: [],
+      detectors: signals,
+      tokenStats: null,
+    });
+    expect(sut.semanticFindings.map((f) => [f.detector, f.count, f.firstAt, f.lastAt])).toEqual([
+      ['hallucination', 240_000, T0 + 10, T0 + 3_599_990],
+      ['semantic-anomaly', 120_000, T0, T0 + 3_599_970],
+    ]);
+    const hallucination = sut.semanticFindings[0];
+    expect(hallucination.bySeverity).toEqual({ critical: 1, warning: 239_999 });
+    expect(hallucination.examples.map((e) => e.message)).toEqual([
+      'signal 7',
+      ...[359_999, 359_998, 359_996, 359_995]
+        .slice(0, RUN_SERIES_LIMITS.examplesPerDetector - 1)
+        .map((i) => `signal ${i}`),
+    ]);
   });
 
   it('keeps at most maxBuckets windows however long the run', () => {

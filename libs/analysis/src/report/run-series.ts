@@ -439,7 +439,11 @@ function recordRow(d: RecordDigest): SeriesRecord {
 
 function semanticFindings(detectors: readonly DetectorSignal[]): SemanticFinding[] {
   const byName = new Map<string, DetectorSignal[]>();
-  for (const s of detectors) byName.set(s.detector, [...(byName.get(s.detector) ?? []), s]);
+  for (const s of detectors) {
+    const group = byName.get(s.detector);
+    if (group) group.push(s);
+    else byName.set(s.detector, [s]);
+  }
   return [...byName.entries()]
     .map(([detector, signals]) => {
       const sorted = [...signals].sort((a, b) => a.emittedAt - b.emittedAt);

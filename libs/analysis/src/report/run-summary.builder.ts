@@ -216,7 +216,11 @@ function gpuSummary(scrapes: readonly GpuTelemetry[]): RunSummary['gpu'] {
   for (const scrape of scrapes) {
     if (scrape.health !== 'ok') continue;
     const perMetric = new Map<string, number[]>();
-    for (const s of scrape.samples) perMetric.set(s.metric, [...(perMetric.get(s.metric) ?? []), s.value]);
+    for (const s of scrape.samples) {
+      const values = perMetric.get(s.metric);
+      if (values) values.push(s.value);
+      else perMetric.set(s.metric, [s.value]);
+    }
     for (const [metric, values] of perMetric) {
       const seen = latest.get(metric);
       if (!seen || seen.at <= scrape.scrapedAt) latest.set(metric, { at: scrape.scrapedAt, values });

@@ -88,7 +88,9 @@ export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGr
   const groups = new Map<string, ShadowSample[]>();
   for (const s of samples) {
     const key = `${s.endpoint}\u0000${s.intent}`;
-    groups.set(key, [...(groups.get(key) ?? []), s]);
+    const group = groups.get(key);
+    if (group) group.push(s);
+    else groups.set(key, [s]);
   }
   return [...groups.values()].map((group) => {
     const enough = group.length >= MIN_SAMPLES_PER_GROUP;

@@ -25,6 +25,13 @@ export const RUN_EVENT_ROWS_PER_STATEMENT = 5000;
 
 const COLUMNS = 'event_id, run_id, topic, kind, occurred_at, payload';
 
+/** One keyset page of a run's events ($1 run, $2 topic, $3 kinds, $4/$5 cursor, $6 limit). */
+export const PAGE_BY_RUN_SQL = `SELECT ${COLUMNS} FROM run_events
+  WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2) AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
+    AND ($4::timestamptz IS NULL OR (occurred_at, event_id) > ($4::timestamptz, $5::text))
+  ORDER BY occurred_at, event_id
+  LIMIT $6`;
+
 /** Where a page of a run's events ended: the next page starts after this event (keyset). */
 export type RunEventCursor = Pick<RunEventRecord, 'occurredAt' | 'eventId'>;
 
@@ -36,6 +43,11 @@ export interface RunEventPageQuery {
   /** Events per page (a positive integer); a page holds its rows' payloads, parsed. */
   readonly pageSize: number;
 }
+
+/** Statistics are gathered from this size of run_events on (pages of 8 KB: 1 MB)... */
+const STATISTICS_MIN_PAGES = 128;
+/** ...and again once it grew by this factor since. */
+const STATISTICS_STALE_GROWTH = 1.25;
 
 export class RunEventRepository {
   constructor(private readonly db: Queryable) {}
@@ -101,21 +113,14 @@ export class RunEventRepository {
     if (!Number.isInteger(options.limit) || options.limit < 1)
       throw new RangeError(`page size must be a positive integer, got ${options.limit}`);
     const after = options.after ?? null;
-    const rows = await this.db.query(
-      `SELECT ${COLUMNS} FROM run_events
-        WHERE run_id = $1 AND ($2::text IS NULL OR topic = $2) AND ($3::text[] IS NULL OR kind = ANY($3::text[]))
-          AND ($4::timestamptz IS NULL OR (occurred_at, event_id) > ($4::timestamptz, $5::text))
-        ORDER BY occurred_at, event_id
-        LIMIT $6`,
-      [
-        runId,
-        options.topic ?? null,
-        options.kinds ? [...options.kinds] : null,
-        after ? timestampParam(after.occurredAt) : null,
-        after ? after.eventId : null,
-        options.limit,
-      ],
-    );
+    const rows = await this.db.query(PAGE_BY_RUN_SQL, [
+      runId,
+      options.topic ?? null,
+      options.kinds ? [...options.kinds] : null,
+      after ? timestampParam(after.occurredAt) : null,
+      after ? after.eventId : null,
+      options.limit,
+    ]);
     return rows.map(toRunEvent);
   }
 
@@ -124,6 +129,7 @@ export class RunEventRepository {
    * and lets it go, so reading a run back holds one page, not the run.
    */
   async *pagesByRun(runId: string, query: RunEventPageQuery): AsyncGenerator<RunEventRecord[]> {
+    await this.refreshStatistics();
     let after: RunEventCursor | null = null;
     for (;;) {
       const page = await this.pageByRun(runId, { ...query, after, limit: query.pageSize });
@@ -132,6 +138,26 @@ export class RunEventRepository {
       const last = page[page.length - 1];
       after = { occurredAt: last.occurredAt, eventId: last.eventId };
     }
+  }
+
+  /**
+   * Gathers the planner's statistics of run_events (ANALYZE) when the table grew by a quarter
+   * since they were last gathered, or never was (at least 1 MB). PGlite runs no autovacuum, so it
+   * never had any: a keyset page was then planned as a bitmap scan of every event after the
+   * cursor and a sort, so reading a run back cost the square of its events (a 190 s run at 1,000
+   * records a second did not report within 5 minutes); with them each page is an index scan of
+   * its own rows. Returns whether it gathered them.
+   */
+  async refreshStatistics(): Promise<boolean> {
+    const [row] = await this.db.query<{ analyzed: number; pages: number }>(
+      `SELECT relpages::float8 AS analyzed,
+              (pg_relation_size(oid) / current_setting('block_size')::integer)::float8 AS pages
+         FROM pg_class WHERE oid = 'run_events'::regclass`,
+    );
+    const pages = Number(row.pages);
+    if (pages < STATISTICS_MIN_PAGES || pages <= Number(row.analyzed) * STATISTICS_STALE_GROWTH) return false;
+    await this.db.query('ANALYZE run_events');
+    return true;
   }
 
   async countByRun(runId: string, options: { topic?: string; kind?: string } = {}): Promise<number> {

@@ -10,9 +10,7 @@ import { pct, type DiagnosisContext } from '../diagnosis.context';
  */
 export function retrievalMismatchCause(ctx: DiagnosisContext): RootCauseCause | null {
   const { timeline, nowMs } = ctx;
-  const signals = timeline.detectors.filter(
-    (s) => s.detector === Detectors.ragMismatch && s.emittedAt <= nowMs,
-  );
+  const signals = timeline.detectorsOf(Detectors.ragMismatch).filter((s) => s.emittedAt <= nowMs);
   if (signals.length === 0) return null;
   const latest = signals.reduce((a, b) => (b.emittedAt >= a.emittedAt ? b : a));
   const f = latest.figures;

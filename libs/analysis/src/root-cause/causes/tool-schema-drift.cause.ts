@@ -1,4 +1,4 @@
-import { minOf, maxOf, type RootCauseCause } from '@fathom/contracts';
+import { Detectors, minOf, maxOf, type RootCauseCause } from '@fathom/contracts';
 import {
   schemaDriftFindings,
   toolContractRatesFromSummary,
@@ -34,14 +34,21 @@ export function toolSchemaDriftCause(ctx: DiagnosisContext): RootCauseCause | nu
   let until = -Infinity;
 
   // Drift signals, grouped by tool version.
-  const findings = schemaDriftFindings(timeline.detectors.filter((s) => s.emittedAt <= nowMs));
+  const findings = schemaDriftFindings(
+    timeline.detectorsOf(Detectors.schemaDrift).filter((s) => s.emittedAt <= nowMs),
+  );
   const groups = new Map<string, SchemaDriftFinding[]>();
   for (const f of findings) {
     const key = toolVersionKey(f.tool, f.version);
-    groups.set(key, [...(groups.get(key) ?? []), f]);
+    const group = groups.get(key);
+    if (group) group.push(f);
+    else groups.set(key, [f]);
   }
   const runWide = new Map(
-    toolContractRatesFromSummary(timeline.detectors).map((r) => [toolVersionKey(r.tool, r.version), r]),
+    toolContractRatesFromSummary(timeline.detectorsOf(Detectors.semanticGoodput)).map((r) => [
+      toolVersionKey(r.tool, r.version),
+      r,
+    ]),
   );
   const recentS = ((recent.toMs - recent.fromMs) / 1000).toFixed(1);
   for (const [key, paths] of groups) {

@@ -52,6 +52,20 @@ const evidence = (tokenStats: TokenStatsSignal[]): RunEvidence => ({
 });
 
 describe(buildRunSummary.name, () => {
+  it("rates requests over the load's extent, not over the generators' telemetry drain after it", () => {
+    // 10 windows of 100 requests from t = 0 to 10 s; the shard said it finished at 17 s, once its
+    // records had gone out.
+    const windows = Array.from({ length: 10 }, (_, seq) => window(seq, 5, 100));
+    const sut = buildRunSummary({
+      ...evidence([]),
+      lifecycle: [lifecycle('shard-started', -200), lifecycle('shard-finished', 17_000)],
+      windows,
+    });
+    expect(sut.requests).toBe(1000);
+    expect([sut.startedAt, sut.endedAt]).toEqual([0, 10_000]);
+    expect(sut.throughput.requestsPerSec).toBe(100);
+  });
+
   it('puts semantic goodput beside goodput: failed or slow requests are not good, failed checks not semantically good', () => {
     const sut = buildRunSummary(
       evidence([

@@ -54,14 +54,19 @@ export function buildRunSummary(evidence: RunEvidence): RunSummary {
   const measured = mergeWindows(measuredWindows(windows));
   const latencyMs = latencyOf(measured, percentiles);
   const measuredErrorRate = measured.requests ? measured.errors / measured.requests : 0;
-  const startedAt = min(
-    evidence.lifecycle.filter((l) => l.phase === 'shard-started').map((l) => l.emittedAt),
-  );
-  // A shard that went silent ended, as far as anything measured it, when it was last heard of.
-  const endedAt = max([
-    ...evidence.lifecycle.filter((l) => l.phase !== 'shard-started').map((l) => l.emittedAt),
-    ...(evidence.missingShards ?? []).flatMap((s) => (s.lastSeenAt === null ? [] : [s.lastSeenAt])),
-  ]);
+  // The load's own extent: the windows tile each shard's load, first request to last answer. The
+  // shards' lifecycle also holds what a generator did around it: its telemetry's drain after the
+  // last request took 17 s of a 190 s run at 1,000 records a second, and throughput read 8 % low.
+  // Without windows, the lifecycle; a shard that went silent ended when it was last heard of.
+  const startedAt = windows.length
+    ? min(windows.map((w) => w.windowStart))
+    : min(evidence.lifecycle.filter((l) => l.phase === 'shard-started').map((l) => l.emittedAt));
+  const endedAt = windows.length
+    ? max(windows.map((w) => w.windowStart + w.windowMs))
+    : max([
+        ...evidence.lifecycle.filter((l) => l.phase !== 'shard-started').map((l) => l.emittedAt),
+        ...(evidence.missingShards ?? []).flatMap((s) => (s.lastSeenAt === null ? [] : [s.lastSeenAt])),
+      ]);
   const elapsedSec =
     startedAt !== null && endedAt !== null && endedAt > startedAt ? (endedAt - startedAt) / 1000 : 0;
   const outputTokens = merged.outputTokens;

@@ -162,18 +162,26 @@ describe('fathom run FILE, against a target that counts what it served', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('aborts the run on Ctrl-C, prints the partial summary and exits 130', async () => {
-    const file = join(dir, 'long.yaml');
-    const base = target.base;
+  /** A non-streamed chat campaign named `name` against the counting target, as a file in `dir`. */
+  async function campaignFile(
+    name: string,
+    load: { concurrency: number; durationMs: number },
+  ): Promise<string> {
+    const file = join(dir, `${name.replace(/\W+/g, '-')}.yaml`);
     await writeFile(
       file,
       stringify({
-        name: 'interrupted',
-        target: { baseUrl: base },
+        name,
+        target: { baseUrl: target.base },
         scenario: { type: 'chat', model: 'm', prompts: ['hi'], maxTokens: 4, stream: false },
-        load: { concurrency: 2, durationMs: 60_000 },
+        load,
       }),
     );
+    return file;
+  }
+
+  it('aborts the run on Ctrl-C, prints the partial summary and exits 130', async () => {
+    const file = await campaignFile('interrupted', { concurrency: 2, durationMs: 60_000 });
     const child = spawn(process.execPath, [BIN, 'run', file], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -198,16 +206,7 @@ describe('fathom run FILE, against a target that counts what it served', () => {
   });
 
   it('keeps the database of a run over 10 minutes in a temporary directory, removed when it ends', async () => {
-    const file = join(dir, 'hour.yaml');
-    await writeFile(
-      file,
-      stringify({
-        name: 'an hour',
-        target: { baseUrl: target.base },
-        scenario: { type: 'chat', model: 'm', prompts: ['hi'], maxTokens: 4, stream: false },
-        load: { concurrency: 2, durationMs: 3_600_000 },
-      }),
-    );
+    const file = await campaignFile('an hour', { concurrency: 2, durationMs: 3_600_000 });
     const scratchParent = await mkdtemp(join(tmpdir(), 'fathom-run-tmpdir-'));
     try {
       const child = spawn(process.execPath, [BIN, 'run', file], {
@@ -236,17 +235,8 @@ describe('fathom run FILE, against a target that counts what it served', () => {
   });
 
   it('reports what the target served, and its CSV lists each second once, summing to it', async () => {
-    const file = join(dir, 'counted.yaml');
+    const file = await campaignFile('counted', { concurrency: 4, durationMs: 4000 });
     const csv = join(dir, 'windows.csv');
-    await writeFile(
-      file,
-      stringify({
-        name: 'counted',
-        target: { baseUrl: target.base },
-        scenario: { type: 'chat', model: 'm', prompts: ['hi'], maxTokens: 4, stream: false },
-        load: { concurrency: 4, durationMs: 4000 },
-      }),
-    );
     const before = target.served;
     const sut = await fathom(['run', file, '--json', '--quiet', '--out', `csv=${csv}`]);
     const served = target.served - before;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { RunLifecycle } from '@fathom/contracts';
 import { createRepositories, openDatabase, type Database } from '@fathom/storage';
 import { RunEventStore, STORED_PAGE_SIZE, foldStoredTokenStats, readStoredRun } from './run-event.store';
-import { reportOfStoredRun } from './run-report.finalizer';
+import { reportOfStoredRun, settlePauseMs } from './run-report.finalizer';
 import { storedRunEvents } from './stored-run.test-util';
 
 /**
@@ -76,5 +76,13 @@ describe(reportOfStoredRun.name, () => {
     expect(document.series.windows[3].judged).toBe(6);
     expect(document.series.windows.reduce((n, w) => n + w.judged, 0)).toBe(142);
     expect(document.series.tokenSamples.map((s) => s.spans.length)).toEqual([1, 1, 1, 1, 0, 0]);
+  });
+});
+
+describe(settlePauseMs.name, () => {
+  it('pauses 200 ms after a quick check, and twice a slow one so checks hold the store a third of the time', () => {
+    expect(settlePauseMs(3)).toBe(200);
+    expect(settlePauseMs(100)).toBe(200);
+    expect(settlePauseMs(900)).toBe(1800);
   });
 });

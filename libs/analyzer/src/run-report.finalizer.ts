@@ -35,6 +35,16 @@ import {
 } from './run-event.store';
 
 const SETTLE_POLL_MS = 200;
+
+/**
+ * The pause after a settle check that took `checkMs`: at least `SETTLE_POLL_MS`, and twice the
+ * check, so that checking a run whose events take long to count (it reads them all; a run of
+ * hours: hundreds of thousands) holds the store, one connection on PGlite, a third of the time
+ * at most while the run's last telemetry is still being stored.
+ */
+export function settlePauseMs(checkMs: number): number {
+  return Math.max(SETTLE_POLL_MS, 2 * checkMs);
+}
 /** The sweep for silent runs looks at most this often (ms). */
 const SWEEP_MAX_MS = 5_000;
 /** A shard that never started is taken for missing after this many silence bounds. */
@@ -139,6 +149,7 @@ export class RunReportFinalizer {
       const deadline = Date.now() + this.options.settleMs;
       for (;;) {
         if (this.closed) return;
+        const checkStarted = performance.now();
         const lifecycle = (await this.store.list(runId, { topic: Topics.runLifecycle.name })).map(
           (e) => e.payload as RunLifecycle,
         );
@@ -183,7 +194,7 @@ export class RunReportFinalizer {
           await this.report(runId, lifecycle, []);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+        await new Promise((resolve) => setTimeout(resolve, settlePauseMs(performance.now() - checkStarted)));
       }
     } catch (error) {
       this.logger.error(`run ${runId}: could not build the report: ${(error as Error).message}`);

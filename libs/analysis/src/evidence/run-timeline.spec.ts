@@ -1,4 +1,4 @@
-import { envelope, type DetectorSignal, type TelemetryWindow } from '@fathom/contracts';
+import { Detectors, envelope, type DetectorSignal, type TelemetryWindow } from '@fathom/contracts';
 import { decodeHistogram, encodeHistogram, mergeWindows } from '@fathom/load';
 import { RunTimeline } from './run-timeline';
 import type { RecordDigest } from './record-digest';
@@ -116,5 +116,39 @@ describe(RunTimeline.name, () => {
     expect(sut.detectorsOf('anomaly').map((s) => s.message)).toEqual(['a500']);
     expect(sut.latestDetectorMs).toBe(500);
     expect(sut.detectors).toHaveLength(4);
+  });
+
+  it("forgets per-response detector signals in a long run's middle, keeps run-wide findings and the head", () => {
+    const sut = new RunTimeline();
+    const signal = (at: number, detector: string): DetectorSignal => ({
+      ...envelope('c', 'r', at),
+      kind: 'detector',
+      detector,
+      requestId: null,
+      severity: 'warning',
+      message: `${detector}@${at}`,
+      figures: {},
+    });
+    for (let at = 1000; at <= 600_000; at += 1000) {
+      sut.addDetector(signal(at, Detectors.semanticAnomaly));
+      sut.addDetector(signal(at, Detectors.hallucinationRisk));
+    }
+    sut.addDetector(signal(100_000, Detectors.schemaDrift));
+    sut.addDetector(signal(150_000, Detectors.ragMismatch));
+
+    sut.prune(5_000, 400_000);
+
+    // Head (<= 5 s) and recent past (> 400 s): 5 + 200 of each per-response detector.
+    expect(sut.detectorsOf(Detectors.semanticAnomaly)).toHaveLength(205);
+    expect(sut.detectorsOf(Detectors.hallucinationRisk)).toHaveLength(205);
+    expect(sut.detectorsOf(Detectors.schemaDrift)).toHaveLength(1);
+    expect(sut.detectorsOf(Detectors.ragMismatch)).toHaveLength(1);
+    expect(sut.detectors).toHaveLength(412);
+    expect(sut.span(0, 5_000).detectors).toHaveLength(10);
+    expect(sut.span(5_000, 400_000).detectors.map((s) => s.detector)).toEqual([
+      Detectors.schemaDrift,
+      Detectors.ragMismatch,
+    ]);
+    expect(sut.span(590_000, 600_000).detectors).toHaveLength(20);
   });
 });

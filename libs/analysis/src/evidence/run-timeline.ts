@@ -1,4 +1,5 @@
 import {
+  Detectors,
   maxOf,
   type DetectorSignal,
   type GpuSample,
@@ -58,6 +59,17 @@ export interface SpanView {
  * stream), record digests, GPU scrapes and detector signals. Spans are half-open (from, to]
  * on the time each piece of evidence describes: a window's end, a request's end, a scrape.
  */
+/**
+ * Detectors that judge one response each (up to one signal per record: a run of hours at the
+ * default budget holds hundreds of thousands, ~0.8 KB each). Only spans read them (prompt
+ * explosion's cause, over its recent span), so a live run keeps them like windows.
+ */
+const PER_RESPONSE_DETECTORS: ReadonlySet<string> = new Set([
+  Detectors.semanticAnomaly,
+  Detectors.hallucinationRisk,
+  Detectors.promptExplosion,
+]);
+
 export class RunTimeline {
   private readonly windowsByKey = new Map<string, TelemetryWindow>();
   /**
@@ -95,10 +107,12 @@ export class RunTimeline {
   }
 
   /**
-   * Forgets windows, digests and GPU scrapes whose time is in (`headUntilMs`, `beforeMs`]: a live
-   * run keeps its head (the baseline its root causes compare against) and its recent past (the
-   * longest span anything judges), so its memory stays flat however long it lasts. The whole
-   * run is read back from storage for its report. Detector signals are kept (run-wide findings).
+   * Forgets windows, digests, GPU scrapes and per-response detector signals whose time is in
+   * (`headUntilMs`, `beforeMs`]: a live run keeps its head (the baseline its root causes compare
+   * against) and its recent past (the longest span anything judges), so its memory stays flat
+   * however long it lasts. The whole run is read back from storage for its report. The other
+   * detector signals are kept: run-wide findings (schema drift, RAG mismatch, the goodput summary)
+   * that causes read from the run's start.
    */
   prune(headUntilMs: number, beforeMs: number): void {
     if (beforeMs <= headUntilMs) return;
@@ -111,6 +125,11 @@ export class RunTimeline {
     this.sort();
     removeWhere(this.digestList, (d) => dropped(d.at));
     removeWhere(this.gpuList, (g) => dropped(g.at));
+    removeWhere(this.detectorList, (s) => PER_RESPONSE_DETECTORS.has(s.detector) && dropped(s.emittedAt));
+    for (const name of PER_RESPONSE_DETECTORS) {
+      const named = this.detectorsByName.get(name);
+      if (named) removeWhere(named, (s) => dropped(s.emittedAt));
+    }
   }
 
   private histogramOf(window: TelemetryWindow, name: HistogramName): SparseHistogram {

@@ -27,6 +27,17 @@ function windowAt(seq: number, e2eMs: number): TelemetryWindow {
   };
 }
 
+/** A detector signal emitted at `at`; its message names it. */
+const signal = (at: number, detector: string, message = `${detector}@${at}`): DetectorSignal => ({
+  ...envelope('c', 'r', at),
+  kind: 'detector',
+  detector,
+  requestId: null,
+  severity: 'warning',
+  message,
+  figures: {},
+});
+
 const digestAt = (at: number) =>
   ({ at, startedAt: at - 10, e2eMs: 10, calls: [] }) as unknown as RecordDigest;
 
@@ -68,15 +79,6 @@ describe(RunTimeline.name, () => {
 
   it('gives a span the detector signals emitted in (from, to], however they arrived', () => {
     const sut = new RunTimeline();
-    const signal = (at: number, detector: string): DetectorSignal => ({
-      ...envelope('c', 'r', at),
-      kind: 'detector',
-      detector,
-      requestId: null,
-      severity: 'warning',
-      message: detector,
-      figures: {},
-    });
     // Mostly in order, one late arrival, two at the same time in the order they came.
     for (const [at, name] of [
       [100, 'a'],
@@ -99,15 +101,6 @@ describe(RunTimeline.name, () => {
     const sut = new RunTimeline();
     expect(sut.detectorsOf('drift')).toEqual([]);
     expect(sut.latestDetectorMs).toBeNull();
-    const signal = (at: number, detector: string, message: string): DetectorSignal => ({
-      ...envelope('c', 'r', at),
-      kind: 'detector',
-      detector,
-      requestId: null,
-      severity: 'info',
-      message,
-      figures: {},
-    });
     sut.addDetector(signal(300, 'drift', 'd300'));
     sut.addDetector(signal(500, 'anomaly', 'a500'));
     sut.addDetector(signal(100, 'drift', 'd100'));
@@ -120,15 +113,6 @@ describe(RunTimeline.name, () => {
 
   it("forgets per-response detector signals in a long run's middle, keeps run-wide findings and the head", () => {
     const sut = new RunTimeline();
-    const signal = (at: number, detector: string): DetectorSignal => ({
-      ...envelope('c', 'r', at),
-      kind: 'detector',
-      detector,
-      requestId: null,
-      severity: 'warning',
-      message: `${detector}@${at}`,
-      figures: {},
-    });
     for (let at = 1000; at <= 600_000; at += 1000) {
       sut.addDetector(signal(at, Detectors.semanticAnomaly));
       sut.addDetector(signal(at, Detectors.hallucinationRisk));

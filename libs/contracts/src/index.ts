@@ -28,3 +28,4 @@ export * from './json-depth.util';
 export * from './http/run-progress.schema';
 export * from './field-validation';
 export * from './extent.util';
+export * from './group.util';

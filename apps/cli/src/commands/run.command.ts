@@ -1,4 +1,7 @@
 import { rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { RunReportDocument } from '@fathom/analysis';
 import type { EmbeddedFathom } from '@fathom/runtime';
@@ -100,11 +103,6 @@ export const IN_MEMORY_RUN_MAX_MS = 10 * 60_000;
 /** The temporary directory a run without `--data-dir` keeps its database in, or null (memory). */
 async function scratchDirFor(input: unknown, options: RunOptions): Promise<string | null> {
   if (options.dataDir !== undefined || durationOf(input) <= IN_MEMORY_RUN_MAX_MS) return null;
-  const [{ mkdtemp }, { tmpdir }, { join }] = await Promise.all([
-    import('node:fs/promises'),
-    import('node:os'),
-    import('node:path'),
-  ]);
   return mkdtemp(join(tmpdir(), 'fathom-run-'));
 }
 

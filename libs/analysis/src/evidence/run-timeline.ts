@@ -1,6 +1,7 @@
 import {
   Detectors,
   maxOf,
+  pushTo,
   type DetectorSignal,
   type GpuSample,
   type GpuTelemetry,
@@ -55,11 +56,6 @@ export interface SpanView {
 }
 
 /**
- * Everything the analyzer knows of one run, in time order: telemetry windows (the exact latency
- * stream), record digests, GPU scrapes and detector signals. Spans are half-open (from, to]
- * on the time each piece of evidence describes: a window's end, a request's end, a scrape.
- */
-/**
  * Detectors that judge one response each (up to one signal per record: a run of hours at the
  * default budget holds hundreds of thousands, ~0.8 KB each). Only spans read them (prompt
  * explosion's cause, over its recent span), so a live run keeps them like windows.
@@ -70,6 +66,11 @@ const PER_RESPONSE_DETECTORS: ReadonlySet<string> = new Set([
   Detectors.promptExplosion,
 ]);
 
+/**
+ * Everything the analyzer knows of one run, in time order: telemetry windows (the exact latency
+ * stream), record digests, GPU scrapes and detector signals. Spans are half-open (from, to]
+ * on the time each piece of evidence describes: a window's end, a request's end, a scrape.
+ */
 export class RunTimeline {
   private readonly windowsByKey = new Map<string, TelemetryWindow>();
   /**
@@ -90,7 +91,6 @@ export class RunTimeline {
   /** The same signals by detector (causes ask for one detector's), and the names not in order. */
   private readonly detectorsByName = new Map<string, DetectorSignal[]>();
   private readonly unsortedNames = new Set<string>();
-  private latestDetector: number | null = null;
   /** Start of the first window ever added: pruning never moves it (baselines are anchored on it). */
   private firstWindowStart: number | null = null;
   /** Bounds of digests folded but not held (`addDigestBounds`). */
@@ -190,12 +190,9 @@ export class RunTimeline {
     if (last && signal.emittedAt < last.emittedAt) this.detectorsSorted = false;
     this.detectorList.push(signal);
     const named = this.detectorsByName.get(signal.detector);
-    if (!named) this.detectorsByName.set(signal.detector, [signal]);
-    else {
-      if (signal.emittedAt < named[named.length - 1].emittedAt) this.unsortedNames.add(signal.detector);
-      named.push(signal);
-    }
-    this.latestDetector = Math.max(this.latestDetector ?? signal.emittedAt, signal.emittedAt);
+    if (named && signal.emittedAt < named[named.length - 1].emittedAt)
+      this.unsortedNames.add(signal.detector);
+    pushTo(this.detectorsByName, signal.detector, signal);
   }
 
   /** The signals of detector `name`, oldest first (a run keeps them all: causes ask for theirs). */
@@ -208,7 +205,8 @@ export class RunTimeline {
 
   /** When the newest detector signal was emitted (epoch ms); null before any. */
   get latestDetectorMs(): number | null {
-    return this.latestDetector;
+    const detectors = this.detectors;
+    return detectors.length ? detectors[detectors.length - 1].emittedAt : null;
   }
 
   get windows(): TelemetryWindow[] {

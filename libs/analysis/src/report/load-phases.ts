@@ -1,3 +1,4 @@
+import { pushTo } from '@fathom/contracts';
 import type {
   LoadPhase,
   RunSummary,
@@ -70,10 +71,7 @@ export function sweepSummary(
   const measured = measuredWindows(windows);
   const byStep = new Map<number, TelemetryWindow[]>();
   for (const w of measured) {
-    const index = phaseOf(w).index;
-    const step = byStep.get(index);
-    if (step) step.push(w);
-    else byStep.set(index, [w]);
+    pushTo(byStep, phaseOf(w).index, w);
   }
   if (![...byStep.values()].some((ws) => phaseOf(ws[0]).kind !== 'run')) return undefined;
   const steps: SweepStep[] = [...byStep.entries()].map(([index, ws]) =>

@@ -1,4 +1,11 @@
-import { minOf, maxOf, type DetectorSignal, type TelemetryWindow, type TokenSample } from '@fathom/contracts';
+import {
+  minOf,
+  maxOf,
+  pushTo,
+  type DetectorSignal,
+  type TelemetryWindow,
+  type TokenSample,
+} from '@fathom/contracts';
 import {
   binCountsMs,
   decodeHistogram,
@@ -439,11 +446,7 @@ function recordRow(d: RecordDigest): SeriesRecord {
 
 function semanticFindings(detectors: readonly DetectorSignal[]): SemanticFinding[] {
   const byName = new Map<string, DetectorSignal[]>();
-  for (const s of detectors) {
-    const group = byName.get(s.detector);
-    if (group) group.push(s);
-    else byName.set(s.detector, [s]);
-  }
+  for (const s of detectors) pushTo(byName, s.detector, s);
   return [...byName.entries()]
     .map(([detector, signals]) => {
       const sorted = [...signals].sort((a, b) => a.emittedAt - b.emittedAt);

@@ -9,6 +9,7 @@ import {
   type TelemetryWindow,
   minOf,
   maxOf,
+  pushTo,
 } from '@fathom/contracts';
 import { HISTOGRAM_NAMES, mergeWindows, quantilesFromHistogram, type MergedWindows } from '@fathom/load';
 import { sloVerdict } from '../slo/slo-verdict';
@@ -221,11 +222,7 @@ function gpuSummary(scrapes: readonly GpuTelemetry[]): RunSummary['gpu'] {
   for (const scrape of scrapes) {
     if (scrape.health !== 'ok') continue;
     const perMetric = new Map<string, number[]>();
-    for (const s of scrape.samples) {
-      const values = perMetric.get(s.metric);
-      if (values) values.push(s.value);
-      else perMetric.set(s.metric, [s.value]);
-    }
+    for (const s of scrape.samples) pushTo(perMetric, s.metric, s.value);
     for (const [metric, values] of perMetric) {
       const seen = latest.get(metric);
       if (!seen || seen.at <= scrape.scrapedAt) latest.set(metric, { at: scrape.scrapedAt, values });

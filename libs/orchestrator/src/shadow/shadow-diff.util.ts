@@ -1,3 +1,4 @@
+import { pushTo } from '@fathom/contracts';
 import type {
   MetricComparison,
   ShadowGroupReport,
@@ -86,12 +87,7 @@ const callArgs = (o: TargetObservation) => (o.toolCalls ?? []).map((c) => c.argu
 
 export function compareShadowSamples(samples: readonly ShadowSample[]): ShadowGroupReport[] {
   const groups = new Map<string, ShadowSample[]>();
-  for (const s of samples) {
-    const key = `${s.endpoint}\u0000${s.intent}`;
-    const group = groups.get(key);
-    if (group) group.push(s);
-    else groups.set(key, [s]);
-  }
+  for (const s of samples) pushTo(groups, `${s.endpoint}\u0000${s.intent}`, s);
   return [...groups.values()].map((group) => {
     const enough = group.length >= MIN_SAMPLES_PER_GROUP;
     const ok = group.filter((s) => s.primary.ok && s.secondary.ok && s.candidate.ok);

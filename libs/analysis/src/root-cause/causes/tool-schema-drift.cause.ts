@@ -1,4 +1,4 @@
-import { Detectors, minOf, maxOf, type RootCauseCause } from '@fathom/contracts';
+import { Detectors, minOf, maxOf, pushTo, type RootCauseCause } from '@fathom/contracts';
 import {
   schemaDriftFindings,
   toolContractRatesFromSummary,
@@ -38,12 +38,7 @@ export function toolSchemaDriftCause(ctx: DiagnosisContext): RootCauseCause | nu
     timeline.detectorsOf(Detectors.schemaDrift).filter((s) => s.emittedAt <= nowMs),
   );
   const groups = new Map<string, SchemaDriftFinding[]>();
-  for (const f of findings) {
-    const key = toolVersionKey(f.tool, f.version);
-    const group = groups.get(key);
-    if (group) group.push(f);
-    else groups.set(key, [f]);
-  }
+  for (const f of findings) pushTo(groups, toolVersionKey(f.tool, f.version), f);
   const runWide = new Map(
     toolContractRatesFromSummary(timeline.detectorsOf(Detectors.semanticGoodput)).map((r) => [
       toolVersionKey(r.tool, r.version),

@@ -23,7 +23,7 @@
 // Needs `npm run build` first (the CLI runs from dist/).
 'use strict';
 const { spawn } = require('node:child_process');
-const { readFileSync, writeFileSync, mkdtempSync } = require('node:fs');
+const { readFileSync, readdirSync, writeFileSync, mkdtempSync } = require('node:fs');
 const { join } = require('node:path');
 const { tmpdir, cpus } = require('node:os');
 
@@ -189,10 +189,21 @@ function campaignFile(mode, durationS) {
   return file;
 }
 
+/**
+ * RSS of a process and its descendants: `bin/fathom.js` runs a long-running command in a child
+ * node (with MALLOC_ARENA_MAX set), so the process spawned here is only its launcher.
+ */
 function rssMiB(pid) {
   try {
     const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb ? Number(kb) / 1024 : null;
+    if (!kb) return null;
+    let mib = Number(kb) / 1024;
+    for (const tid of readdirSync(`/proc/${pid}/task`))
+      for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
+        .split(' ')
+        .filter(Boolean))
+        mib += rssMiB(Number(child)) ?? 0;
+    return mib;
   } catch {
     return null;
   }

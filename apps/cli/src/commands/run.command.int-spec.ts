@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { startSimTarget, type SimTarget } from '@fathom/sim';
+import { childrenOf, environOf } from '@fathom/testing';
 
 const BIN = join(__dirname, '..', '..', '..', '..', 'bin', 'fathom.js');
 
@@ -182,7 +183,12 @@ describe('fathom run FILE, against a target that counts what it served', () => {
 
   it('aborts the run on Ctrl-C, prints the partial summary and exits 130', async () => {
     const file = await campaignFile('interrupted', { concurrency: 2, durationMs: 60_000 });
-    const child = spawn(process.execPath, [BIN, 'run', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // With MALLOC_ARENA_MAX set by the caller the run is this process's own (no child node):
+    // the Ctrl-C below reaches it directly. The test after this one goes through the child.
+    const child = spawn(process.execPath, [BIN, 'run', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, MALLOC_ARENA_MAX: '4' },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += String(c)));
@@ -192,6 +198,7 @@ describe('fathom run FILE, against a target that counts what it served', () => {
     // The run is going once the target sees its requests.
     while (target.served < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(target.served).toBeGreaterThanOrEqual(20);
+    if (process.platform === 'linux') expect(childrenOf(child.pid!)).toEqual([]);
     const interruptedAt = Date.now();
     child.kill('SIGINT');
     const code = await exited;
@@ -211,7 +218,7 @@ describe('fathom run FILE, against a target that counts what it served', () => {
     try {
       const child = spawn(process.execPath, [BIN, 'run', file], {
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, TMPDIR: scratchParent },
+        env: { ...process.env, TMPDIR: scratchParent, MALLOC_ARENA_MAX: undefined },
       });
       let stdout = '';
       child.stdout.on('data', (c) => (stdout += String(c)));
@@ -225,6 +232,13 @@ describe('fathom run FILE, against a target that counts what it served', () => {
       const scratch = (await readdir(scratchParent)).filter((name) => name.startsWith('fathom-run-'));
       expect(scratch).toHaveLength(1);
       expect(await readdir(join(scratchParent, scratch[0]))).toContain('PG_VERSION');
+      // On Linux the run is a child node's, started with MALLOC_ARENA_MAX=2 (bin/fathom.js); the
+      // Ctrl-C below is forwarded to it, and its exit code is this process's.
+      if (process.platform === 'linux') {
+        const runs = childrenOf(child.pid!);
+        expect(runs).toHaveLength(1);
+        expect(environOf(runs[0])).toContain('MALLOC_ARENA_MAX=2');
+      }
       child.kill('SIGINT');
       expect(await exited).toBe(130);
       expect(stdout).toMatch(/Run \S+ \(an hour\): aborted/);

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { waitFor } from '@fathom/testing';
+import { childrenOf, environOf, processState, waitFor } from '@fathom/testing';
 
 const BIN = join(__dirname, '..', '..', '..', '..', 'bin', 'fathom.js');
 const ANSWER = '{"id":"c","object":"chat.completion","choices":[]}';
@@ -40,31 +40,6 @@ async function copied(admin: string): Promise<number> {
   return Number(/^fathom_shadow_gateway_copies_total\{outcome="copied"[^}]*\} (\d+)$/m.exec(metrics)?.[1]);
 }
 
-/** The state letter of a process (`/proc/PID/stat`), null once it is gone. */
-function processState(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
-  } catch {
-    return null;
-  }
-}
-
-/** Pids whose parent is `pid`. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(name));
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return out;
-}
-
 describe('fathom shadow gateway', () => {
   jest.setTimeout(60_000);
 
@@ -73,12 +48,16 @@ describe('fathom shadow gateway', () => {
     const orchestrator = await serve(202, '{"accepted":true}');
     let child: ChildProcessWithoutNullStreams | null = null;
     try {
-      const gateway = spawn(process.execPath, [
-        BIN,
-        ...['shadow', 'gateway', '--listen', '127.0.0.1:0', '--campaign', 'c1'],
-        ...['--admin-listen', '127.0.0.1:0'],
-        ...['--primary', primary.url, '--api', orchestrator.url],
-      ]);
+      const gateway = spawn(
+        process.execPath,
+        [
+          BIN,
+          ...['shadow', 'gateway', '--listen', '127.0.0.1:0', '--campaign', 'c1'],
+          ...['--admin-listen', '127.0.0.1:0'],
+          ...['--primary', primary.url, '--api', orchestrator.url],
+        ],
+        { env: { ...process.env, MALLOC_ARENA_MAX: undefined } },
+      );
       child = gateway;
       let stdout = '';
       gateway.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -297,11 +276,15 @@ describe('fathom shadow gateway', () => {
     async () => {
       const primary = await serve(200, ANSWER);
       const orchestrator = await serve(202, '{"accepted":true}');
-      const parent = spawn(process.execPath, [
-        BIN,
-        ...['shadow', 'gateway', '--listen', '127.0.0.1:0', '--campaign', 'c-child'],
-        ...['--primary', primary.url, '--api', orchestrator.url],
-      ]);
+      const parent = spawn(
+        process.execPath,
+        [
+          BIN,
+          ...['shadow', 'gateway', '--listen', '127.0.0.1:0', '--campaign', 'c-child'],
+          ...['--primary', primary.url, '--api', orchestrator.url],
+        ],
+        { env: { ...process.env, MALLOC_ARENA_MAX: undefined } },
+      );
       let child = 0;
       try {
         let stdout = '';
@@ -312,6 +295,7 @@ describe('fathom shadow gateway', () => {
         });
         [child] = childrenOf(parent.pid!);
         expect(readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0')).toContain('--no-memory-reducer');
+        expect(environOf(child)).toContain('MALLOC_ARENA_MAX=2');
         const answer = await fetch(`${url}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },

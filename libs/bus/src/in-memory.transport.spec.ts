@@ -115,6 +115,42 @@ describe(InMemoryBus.name, () => {
     }
   });
 
+  it('drops consumed messages older than its age bound, however few arrived since', async () => {
+    const bus = new InMemoryBus({ logger: recordingBusLogger(), partitions: 1, retainMs: 40 });
+    try {
+      const consumed = new Inbox<RunLifecycle>();
+      await bus.subscribe(Topics.runLifecycle, { group: 'live' }, (e) => consumed.push(e));
+      for (let sent = 0; sent < 3; sent++)
+        await bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
+      await consumed.until((items) => items.length === 3, '3 events');
+      await new Promise((wake) => setTimeout(wake, 80));
+      await bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', 3));
+      await consumed.until((items) => items.length === 4, 'the 4th event');
+      await new Promise((wake) => setTimeout(wake, 10));
+      const late = new Inbox<RunLifecycle>();
+      await bus.subscribe(Topics.runLifecycle, { group: 'late', fromBeginning: true }, (e) => late.push(e));
+      await late.until((items) => items.length >= 1, 'the retained tail');
+      await late.quietFor(50);
+      // The count and byte bounds would keep all 4; the first 3 are 80 ms old, past 40 ms.
+      expect(late.items.map((e) => e.counts.sent)).toEqual([3]);
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it('keeps a copy of what was published: a publisher reusing its buffer changes nothing', async () => {
+    const event = lifecycleEvent(campaignId, 'run-1', 5);
+    // A small Buffer.from is a view of Node's shared pool, as a reused or pooled buffer would be.
+    const bytes = Buffer.from(JSON.stringify(event), 'utf8');
+    expect(bytes.buffer.byteLength).toBeGreaterThan(bytes.length);
+    const inbox = new Inbox<RunLifecycle>();
+    await sut.subscribe(Topics.runLifecycle, { group: 'copy' }, (e) => inbox.push(e));
+    await sut.publishRaw(Topics.runLifecycle.name, bytes, 'run-1');
+    bytes.fill(0x20); // delivery runs later on the event loop
+    await inbox.until((items) => items.length === 1, 'the event');
+    expect(inbox.items[0]).toEqual(event);
+  });
+
   it('waits for the message in flight when a subscription closes', async () => {
     let release!: () => void;
     const gate = new Promise<void>((open) => (release = open));

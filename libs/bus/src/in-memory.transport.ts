@@ -21,6 +21,12 @@ export interface InMemoryBusOptions {
    * 64 KB, 10,000 messages could hold most of a gigabyte per partition in a long run.
    */
   readonly retainBytesPerPartition?: number;
+  /**
+   * How long (ms) a consumed message is kept at most on the same terms. Groups of one process
+   * join as its services start, within seconds; without an age bound, a topic that sees one
+   * event a second filled its 10,000-message bound over hours, and the bus grew all that time.
+   */
+  readonly retainMs?: number;
   /** Event ids remembered per group for idempotency. */
   readonly seenIdsCapacity?: number;
   readonly retryBackoffMs?: (attempt: number) => number;
@@ -31,6 +37,21 @@ interface StoredMessage {
   readonly key: string | null;
   readonly headers: Readonly<Record<string, string>>;
   readonly value: Buffer;
+  /** performance.now() when appended. */
+  readonly atMs: number;
+}
+
+/**
+ * `value` in memory of its own. A small Buffer (`Buffer.from` of under 4 KB, as `encodeEvent`
+ * makes) is a view of Node's shared 8 KB pool: one kept message kept its whole slab alive, and
+ * with it every other small buffer the process cut from that slab, so the byte bound counted a
+ * fraction of what retention held.
+ */
+function ownedBytes(value: Buffer): Buffer {
+  if (value.byteOffset === 0 && value.buffer.byteLength === value.length) return value;
+  const owned = Buffer.allocUnsafeSlow(value.length);
+  value.copy(owned);
+  return owned;
 }
 
 class PartitionLog {
@@ -45,12 +66,16 @@ class PartitionLog {
     this.bytes += message.value.length;
   }
 
-  /** The lowest offset that keeps at most `maxMessages` messages and `maxBytes` bytes. */
-  retainFrom(maxMessages: number, maxBytes: number): number {
+  /**
+   * The lowest offset that keeps at most `maxMessages` messages and `maxBytes` bytes, none
+   * appended before `oldestMs`.
+   */
+  retainFrom(maxMessages: number, maxBytes: number, oldestMs: number): number {
     let from = Math.max(this.startOffset, this.endOffset - maxMessages);
     let bytes = this.bytes;
     for (let i = 0; i < from - this.startOffset; i++) bytes -= this.messages[i].value.length;
-    while (bytes > maxBytes && from < this.endOffset) bytes -= this.at(from++).value.length;
+    while (from < this.endOffset && (bytes > maxBytes || this.at(from).atMs < oldestMs))
+      bytes -= this.at(from++).value.length;
     return from;
   }
 
@@ -132,6 +157,7 @@ export class InMemoryBus implements Bus {
   private readonly partitionCount: number;
   private readonly retainPerPartition: number;
   private readonly retainBytesPerPartition: number;
+  private readonly retainMs: number;
   private readonly logger: BusLogger;
   private closed = false;
 
@@ -139,6 +165,7 @@ export class InMemoryBus implements Bus {
     this.partitionCount = options.partitions ?? 3;
     this.retainPerPartition = options.retainPerPartition ?? 10_000;
     this.retainBytesPerPartition = options.retainBytesPerPartition ?? 8 * 1024 * 1024;
+    this.retainMs = options.retainMs ?? 60_000;
     this.logger = options.logger ?? consoleBusLogger;
     if (!Number.isInteger(this.partitionCount) || this.partitionCount < 1) {
       throw new RangeError(`partitions must be a positive integer, got ${options.partitions}`);
@@ -267,7 +294,12 @@ export class InMemoryBus implements Bus {
     value: Buffer,
   ): void {
     const log = this.topicLog(topicName);
-    log.partitions[log.partitionFor(key)].append({ key, headers, value });
+    log.partitions[log.partitionFor(key)].append({
+      key,
+      headers,
+      value: ownedBytes(value),
+      atMs: performance.now(),
+    });
     this.scheduleDelivery(log);
   }
 
@@ -327,8 +359,9 @@ export class InMemoryBus implements Bus {
   }
 
   private trim(log: TopicLog): void {
+    const oldestMs = performance.now() - this.retainMs;
     log.partitions.forEach((partition, p) => {
-      let keepFrom = partition.retainFrom(this.retainPerPartition, this.retainBytesPerPartition);
+      let keepFrom = partition.retainFrom(this.retainPerPartition, this.retainBytesPerPartition, oldestMs);
       for (const group of log.groups.values()) keepFrom = Math.min(keepFrom, group.positions[p]);
       partition.trimBelow(keepFrom);
     });

@@ -34,7 +34,27 @@ describe(SeenIds.name, () => {
     );
   });
 
+  it('forgets ids older than its age bound, however few arrived since', () => {
+    let now = 0;
+    const sut = new SeenIds(100, 60_000, () => now);
+    sut.add('a');
+    now = 30_000;
+    sut.add('b');
+    now = 61_000; // 'a' is 61 s old, 'b' 31 s
+    expect(sut.has('b')).toBe(true);
+    expect(sut.has('a')).toBe(false);
+    sut.add('c');
+    now = 95_000; // 'b' was refreshed at 61 s: 34 s old
+    sut.add('d');
+    expect(sut.size).toBe(3);
+    now = 200_000;
+    sut.add('e');
+    expect(sut.size).toBe(1);
+    expect(['b', 'c', 'd', 'e'].map((id) => sut.has(id))).toEqual([false, false, false, true]);
+  });
+
   it('refuses a capacity below one', () => {
     expect(() => new SeenIds(0)).toThrow(RangeError);
+    expect(() => new SeenIds(1, 0)).toThrow(RangeError);
   });
 });

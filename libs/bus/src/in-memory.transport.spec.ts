@@ -98,18 +98,10 @@ describe(InMemoryBus.name, () => {
       retainBytesPerPartition: Math.floor(one * 2.5),
     });
     try {
-      const consumed = new Inbox<RunLifecycle>();
-      await bus.subscribe(Topics.runLifecycle, { group: 'live' }, (e) => consumed.push(e));
-      for (let sent = 0; sent < 50; sent++)
-        await bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
-      await consumed.until((items) => items.length === 50, '50 events');
-      await new Promise((wake) => setTimeout(wake, 10));
-      const late = new Inbox<RunLifecycle>();
-      await bus.subscribe(Topics.runLifecycle, { group: 'late', fromBeginning: true }, (e) => late.push(e));
-      await late.until((items) => items.length >= 1, 'the retained tail');
-      await late.quietFor(50);
+      const live = await liveGroup(bus);
+      await publishAndConsume(bus, live, 0, 50);
       // Count retention alone would keep all 50; 2.5 events' worth of bytes keeps the last 2.
-      expect(late.items.map((e) => e.counts.sent)).toEqual([48, 49]);
+      expect(await retainedTail(bus)).toEqual([48, 49]);
     } finally {
       await bus.close();
     }
@@ -118,21 +110,12 @@ describe(InMemoryBus.name, () => {
   it('drops consumed messages older than its age bound, however few arrived since', async () => {
     const bus = new InMemoryBus({ logger: recordingBusLogger(), partitions: 1, retainMs: 40 });
     try {
-      const consumed = new Inbox<RunLifecycle>();
-      await bus.subscribe(Topics.runLifecycle, { group: 'live' }, (e) => consumed.push(e));
-      for (let sent = 0; sent < 3; sent++)
-        await bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', sent));
-      await consumed.until((items) => items.length === 3, '3 events');
+      const live = await liveGroup(bus);
+      await publishAndConsume(bus, live, 0, 3);
       await new Promise((wake) => setTimeout(wake, 80));
-      await bus.publish(Topics.runLifecycle, lifecycleEvent(campaignId, 'run-1', 3));
-      await consumed.until((items) => items.length === 4, 'the 4th event');
-      await new Promise((wake) => setTimeout(wake, 10));
-      const late = new Inbox<RunLifecycle>();
-      await bus.subscribe(Topics.runLifecycle, { group: 'late', fromBeginning: true }, (e) => late.push(e));
-      await late.until((items) => items.length >= 1, 'the retained tail');
-      await late.quietFor(50);
+      await publishAndConsume(bus, live, 3, 4);
       // The count and byte bounds would keep all 4; the first 3 are 80 ms old, past 40 ms.
-      expect(late.items.map((e) => e.counts.sent)).toEqual([3]);
+      expect(await retainedTail(bus)).toEqual([3]);
     } finally {
       await bus.close();
     }
@@ -172,3 +155,32 @@ describe(InMemoryBus.name, () => {
     await expect(sut.publishRaw(Topics.runLifecycle.name, '{}')).rejects.toThrow(/closed/);
   });
 });
+
+/** A group consuming the lifecycle topic from now on. */
+async function liveGroup(bus: InMemoryBus): Promise<Inbox<RunLifecycle>> {
+  const consumed = new Inbox<RunLifecycle>();
+  await bus.subscribe(Topics.runLifecycle, { group: 'live' }, (e) => consumed.push(e));
+  return consumed;
+}
+
+/** Publishes events `from`..`to - 1` (by `counts.sent`, one key) and waits until `live` has them. */
+async function publishAndConsume(
+  bus: InMemoryBus,
+  live: Inbox<RunLifecycle>,
+  from: number,
+  to: number,
+): Promise<void> {
+  for (let sent = from; sent < to; sent++)
+    await bus.publish(Topics.runLifecycle, lifecycleEvent('campaign-memory', 'run-1', sent));
+  await live.until((items) => items.length === to, `${to} events`);
+}
+
+/** What a group joining now from the beginning gets: the retained events' `counts.sent`. */
+async function retainedTail(bus: InMemoryBus): Promise<number[]> {
+  await new Promise((wake) => setTimeout(wake, 10)); // the last handler returns, the group commits
+  const late = new Inbox<RunLifecycle>();
+  await bus.subscribe(Topics.runLifecycle, { group: 'late', fromBeginning: true }, (e) => late.push(e));
+  await late.until((items) => items.length >= 1, 'the retained tail');
+  await late.quietFor(50);
+  return late.items.map((e) => e.counts.sent);
+}

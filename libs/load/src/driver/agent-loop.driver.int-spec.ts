@@ -67,7 +67,10 @@ describe('agent loop against an OpenAI-compatible server', () => {
       expect(r.agentLoop!.turnTtftMs.every((t) => t !== null && t > 0)).toBe(true);
       expect(r.agentLoop!.toolCalls).toEqual([{ tool: 'weather', latencyMs: expect.any(Number), ok: true }]);
       expect(r.agentLoop!.toolCalls[0].latencyMs).toBeGreaterThanOrEqual(29);
-      expect(r.ttftMs).toBeCloseTo(r.agentLoop!.turnTtftMs[0]!, -1);
+      // The record's TTFT is the first turn's, counted from the request's start (which the
+      // turn's own start may trail on a busy event loop), and comes before the loop ends.
+      expect(r.ttftMs!).toBeGreaterThanOrEqual(r.agentLoop!.turnTtftMs[0]!);
+      expect(r.ttftMs!).toBeLessThan(r.e2eMs - r.agentLoop!.toolCalls[0].latencyMs);
       expect(r.finishReason).toBe('stop');
       expect(r.content.length).toBeGreaterThan(0);
       expect(r.usage!.promptTokens).toBeGreaterThan(0);

@@ -7,7 +7,7 @@ import { CampaignSpecSchema, envelope, type TelemetryWindow } from '@fathom/cont
 import { Worker } from 'node:worker_threads';
 import { runShard, type WindowSnapshot } from '@fathom/load';
 import { assessValidity } from './measurement-validity';
-import { judgeClientBound } from './client-bound';
+import { assessGenerator, judgeClientBound } from './client-bound';
 
 const COMPLETION = JSON.stringify({
   id: 'c',
@@ -114,6 +114,10 @@ describe('client-bound runs', () => {
         expect(sut).not.toBeNull();
         expect(sut!.figures.coreWaitShareMedian).toBeGreaterThanOrEqual(0.25);
         expect(sut!.detail).toMatch(/median core wait \d+ %/);
+        // On its core and waiting for it: two parts of one window, never more than all of it.
+        const { coreRunShareMedian: run, coreWaitShareMedian: wait } = sut!.figures;
+        expect(run).toBeGreaterThan(0);
+        expect(run + wait).toBeLessThanOrEqual(1.02);
       } finally {
         await hog?.terminate();
         execFileSync('taskset', ['-a', '-p', mask, String(process.pid)]);
@@ -129,6 +133,8 @@ describe('client-bound runs', () => {
       expect(windows.every((w) => w.health !== undefined)).toBe(true);
       expect(judgeClientBound(windows)).toBeNull();
       expect(assessValidity(windows, [], false).reasons.map((r) => r.kind)).not.toContain('client-bound');
+      // Waiting on the target, the engine's thread is off its core most of each window.
+      if (linux) expect(assessGenerator(windows).health!.coreRunShareMedian).toBeLessThan(0.5);
     } finally {
       await slow.close();
     }

@@ -82,7 +82,8 @@ describe(judgeClientBound.name, () => {
     const sut = judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => waiting(0.2))));
     expect(sut).toMatchObject({ windows: 3, boundWindows: 3 });
     expect(sut!.detail).toContain(
-      '0 with its engine thread >= 95 % busy, 0 with event-loop delay P99 >= 50 ms and half the E2E P50, ' +
+      '0 with its engine thread >= 95 % busy, 0 with it on its core or waiting for it >= 95 % of the window, ' +
+        '0 with event-loop delay P99 >= 50 ms and half the E2E P50, ' +
         '3 with its engine thread waiting for its core >= 25 % of the window; median busy 30 %, ' +
         'loop delay P99 up to 2.0 ms, median core wait 45 %',
     );
@@ -95,6 +96,30 @@ describe(judgeClientBound.name, () => {
     expect(judgeClientBound(windowsWith([saturated, saturated, saturated]))!.detail).not.toContain(
       'core wait',
     );
+  });
+
+  it('judges a run whose engine thread was never idle: on its core or waiting for it', () => {
+    // Seen on a streamed run at 0.34x a bare reader's rate: the loop said 88 % busy (a stream's
+    // bytes that arrived while a neighbour held the core count as idle), the thread waited 15 %.
+    const never = (coreRunShare: number, coreWaitShare: number) => ({
+      ...idle,
+      loopUtilization: 0.88,
+      coreRunShare,
+      coreWaitShare,
+      coreWaitMeanMs: 0.01,
+      e2eP50Ms: 0.1,
+    });
+    const sut = judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => never(0.82, 0.15))));
+    expect(sut).toMatchObject({ windows: 3, boundWindows: 3 });
+    expect(sut!.detail).toContain('3 with it on its core or waiting for it >= 95 % of the window');
+    expect(sut!.detail).toContain('median core wait 15 %, median time on its core 82 %');
+    expect(sut!.figures.coreRunShareMedian).toBeCloseTo(0.82);
+    // Idle a tenth of the window (waiting on the target): not judged.
+    expect(judgeClientBound(windowsWith([1, 1, 1, 1, 1].map(() => never(0.75, 0.15))))).toBeNull();
+    expect(assessGenerator(windowsWith([1, 1, 1, 1, 1].map(() => never(0.75, 0.15)))).health).toMatchObject({
+      coreRunShareMedian: 0.75,
+      coreWaitShareMedian: 0.15,
+    });
   });
 
   it('leaves out each shard’s first and last window and windows without health', () => {

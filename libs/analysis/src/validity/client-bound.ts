@@ -69,11 +69,13 @@ export function assessGenerator(windows: readonly TelemetryWindow[]): {
   if (!judged.length) return { health: null, bound: null };
   // Measured on Linux only: absent from every window elsewhere.
   const waits = judged.map((w) => w.health!.coreWaitShare).filter((x): x is number => x !== undefined);
+  const runs = judged.map((w) => w.health!.coreRunShare).filter((x): x is number => x !== undefined);
   const health: GeneratorHealthOfRun = {
     windows: judged.length,
     loopUtilizationMedian: median(judged.map((w) => w.health!.loopUtilization)),
     loopDelayP99MaxMs: maxOf(judged.map((w) => w.health!.loopDelayP99Ms)),
     ...(waits.length ? { coreWaitShareMedian: median(waits) } : {}),
+    ...(runs.length ? { coreRunShareMedian: median(runs) } : {}),
   };
   return { health, bound: verdictOf(judged, health) };
 }
@@ -97,16 +99,19 @@ function verdictOf(
   const utilization = health.loopUtilizationMedian;
   const delayP99 = health.loopDelayP99MaxMs;
   const coreWait = health.coreWaitShareMedian ?? null;
+  const coreRun = health.coreRunShareMedian ?? null;
   const cpuBusy = median(judged.map((w) => w.health!.cpuBusy));
   const sendLate = maxOf(judged.map((w) => w.health!.sendLateP99Ms));
   const t = CLIENT_BOUND_THRESHOLDS;
   const detail =
     `the client limited this run in ${bound.length} of ${judged.length} windows ` +
     `(${count('busy')} with its engine thread >= ${t.loopUtilization * 100} % busy, ` +
+    `${count('runnable')} with it on its core or waiting for it >= ${t.runnableShare * 100} % of the window, ` +
     `${count('loop-delay')} with event-loop delay P99 >= ${t.loopDelayP99Ms} ms and half the E2E P50, ` +
     `${count('core-wait')} with its engine thread waiting for its core >= ${t.coreWaitShare * 100} % of the window; ` +
     `median busy ${(utilization * 100).toFixed(0)} %, loop delay P99 up to ${delayP99.toFixed(1)} ms, ` +
     (coreWait === null ? '' : `median core wait ${(coreWait * 100).toFixed(0)} %, `) +
+    (coreRun === null ? '' : `median time on its core ${(coreRun * 100).toFixed(0)} %, `) +
     `host CPU busy ${(cpuBusy * 100).toFixed(0)} %, send lateness P99 up to ${sendLate.toFixed(1)} ms): ` +
     'its figures describe the generator, not the target';
   return {
@@ -121,6 +126,7 @@ function verdictOf(
       cpuBusyMedian: cpuBusy,
       sendLateP99MaxMs: sendLate,
       ...(coreWait === null ? {} : { coreWaitShareMedian: coreWait }),
+      ...(coreRun === null ? {} : { coreRunShareMedian: coreRun }),
     },
     since: minOf(bound.map((w) => w.windowStart)),
     until: maxOf(bound.map((w) => w.windowStart + w.windowMs)),

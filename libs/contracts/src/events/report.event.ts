@@ -116,6 +116,8 @@ export const MeasurementValiditySchema = z.object({
       loopDelayP99MaxMs: z.number().nonnegative(),
       /** Median share of a window the engine's thread waited for its core; absent where not measured. */
       coreWaitShareMedian: z.number().min(0).max(1).optional(),
+      /** Median share of a window the engine's thread was on its core; absent where not measured. */
+      coreRunShareMedian: z.number().min(0).max(1).optional(),
     })
     .optional(),
 });

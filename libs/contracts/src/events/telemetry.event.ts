@@ -192,6 +192,12 @@ export const GeneratorHealthSchema = z.object({
   coreWaitShare: z.number().min(0).max(1).optional(),
   /** Mean of those waits per time the thread got the core (ms); absent with `coreWaitShare`. */
   coreWaitMeanMs: z.number().nonnegative().optional(),
+  /**
+   * Share of the window the engine's thread was on a core (Linux schedstat). With `coreWaitShare`,
+   * how much of the window it had work: near all of it, it never waited for the target. Absent
+   * where not measured (and in windows from generators before it).
+   */
+  coreRunShare: z.number().min(0).max(1).optional(),
 });
 export type GeneratorHealth = z.infer<typeof GeneratorHealthSchema>;
 

@@ -116,6 +116,12 @@ describe(formatRunSummary.name, () => {
     expect(text).toContain(
       '  generator (median of 8 windows): engine thread busy 57 %, waited for its core 7 % of the time; event-loop delay P99 up to 16.4 ms',
     );
+    expect(
+      printed({
+        ...summary,
+        validity: { valid: true, reasons: [], generator: { ...generator, coreRunShareMedian: 0.5 } },
+      }),
+    ).toContain('engine thread busy 57 % (on its core 50 %), waited for its core 7 % of the time;');
     const { coreWaitShareMedian: _, ...elsewhere } = generator;
     expect(printed({ ...summary, validity: { valid: true, reasons: [], generator: elsewhere } })).toContain(
       'engine thread busy 57 %; event-loop delay P99 up to 16.4 ms',

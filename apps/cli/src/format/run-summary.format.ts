@@ -192,11 +192,13 @@ function validityLines(s: RunSummary): string[] {
 
 /** What the load generator cost itself, client-bound or not (the figures the verdict weighs). */
 function generatorLine(g: NonNullable<NonNullable<RunSummary['validity']>['generator']>): string {
+  const onCore =
+    g.coreRunShareMedian === undefined ? '' : ` (on its core ${(g.coreRunShareMedian * 100).toFixed(0)} %)`;
   const wait =
     g.coreWaitShareMedian === undefined
       ? ''
       : `, waited for its core ${(g.coreWaitShareMedian * 100).toFixed(0)} % of the time`;
-  return `  generator (median of ${g.windows} windows): engine thread busy ${(g.loopUtilizationMedian * 100).toFixed(0)} %${wait}; event-loop delay P99 up to ${ms(g.loopDelayP99MaxMs)}`;
+  return `  generator (median of ${g.windows} windows): engine thread busy ${(g.loopUtilizationMedian * 100).toFixed(0)} %${onCore}${wait}; event-loop delay P99 up to ${ms(g.loopDelayP99MaxMs)}`;
 }
 
 function samplingLine(sampling: NonNullable<RunSummary['sampling']>): string {

@@ -100,6 +100,13 @@ describe(renderReportHtml.name, () => {
       '<tr id="generator-health"><th>generator: engine busy (median of 8 windows)</th><td>57 %</td>' +
         '<th>engine waited for its core</th><td>7 %</td><th>event-loop delay P99 (max)</th><td>16.4 ms</td></tr>',
     );
+    const onCore = renderReportHtml(
+      { ...doc, validity: { ...doc.validity, generator: { ...generator, coreRunShareMedian: 0.5 } } },
+      ASSETS,
+    );
+    expect(onCore).toContain(
+      '<td>57 % (on its core 50 %)</td><th>engine waited for its core</th><td>7 %</td>',
+    );
     expect(renderReportHtml({ ...doc, validity: { valid: true, reasons: [] } }, ASSETS)).not.toContain(
       'generator-health',
     );

@@ -200,7 +200,8 @@ function generatorRow(g: RunReportDocument['validity']['generator']): string {
   if (!g) return '';
   const pct = (v: number) => `${(v * 100).toFixed(0)} %`;
   const wait = g.coreWaitShareMedian === undefined ? 'not measured' : pct(g.coreWaitShareMedian);
-  return `<tr id="generator-health"><th>generator: engine busy (median of ${g.windows} windows)</th><td>${pct(g.loopUtilizationMedian)}</td><th>engine waited for its core</th><td>${wait}</td><th>event-loop delay P99 (max)</th><td>${fmtMs(g.loopDelayP99MaxMs)}</td></tr>`;
+  const onCore = g.coreRunShareMedian === undefined ? '' : ` (on its core ${pct(g.coreRunShareMedian)})`;
+  return `<tr id="generator-health"><th>generator: engine busy (median of ${g.windows} windows)</th><td>${pct(g.loopUtilizationMedian)}${onCore}</td><th>engine waited for its core</th><td>${wait}</td><th>event-loop delay P99 (max)</th><td>${fmtMs(g.loopDelayP99MaxMs)}</td></tr>`;
 }
 
 // ----------------------------------------------------------------------------------------- charts

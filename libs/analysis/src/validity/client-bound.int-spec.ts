@@ -31,15 +31,15 @@ async function target(delayMs: number): Promise<{ url: string; close(): Promise<
   };
 }
 
-/** Three seconds of closed load on one shard; the windows as the analyzer receives them. */
-async function windowsOf(url: string): Promise<TelemetryWindow[]> {
+/** Closed load on one shard (3 s unless said); the windows as the analyzer receives them. */
+async function windowsOf(url: string, durationMs = 3000): Promise<TelemetryWindow[]> {
   const windows: WindowSnapshot[] = [];
   await runShard({
     spec: CampaignSpecSchema.parse({
       name: 'health',
       target: { baseUrl: url },
       scenario: { type: 'chat', model: 'm', prompts: ['hi'], stream: false },
-      load: { concurrency: 4, durationMs: 3000 },
+      load: { concurrency: 4, durationMs },
     }),
     shard: { index: 0, count: 1 },
     runId: 'r',
@@ -103,13 +103,19 @@ describe('client-bound runs', () => {
         .split(' ')
         .pop()!;
       const core = String(Math.max(0, cpus().length - 1));
-      let hog: Worker | null = null;
+      const hogs: Worker[] = [];
       try {
-        // Every thread of this process, and the hog made after, on one core.
+        // Every thread of this process, and the hogs made after, on one core. Beside one hog the
+        // engine's wait share was 24-54 % a window, about the 25 % bar, and CI failed once on a
+        // 3 s run's five judged windows: two hogs, and more windows below.
         execFileSync('taskset', ['-a', '-p', '-c', core, String(process.pid)]);
-        hog = new Worker('for (;;) {}', { eval: true });
-        await new Promise((resolve) => hog!.once('online', resolve));
-        const windows = await windowsOf(`http://127.0.0.1:${port}/v1`);
+        for (let i = 0; i < 2; i++) {
+          const hog = new Worker('for (;;) {}', { eval: true });
+          hogs.push(hog);
+          await new Promise((resolve) => hog.once('online', resolve));
+        }
+        // 5 s: eight judged windows, so the majority the verdict takes is not one window's luck.
+        const windows = await windowsOf(`http://127.0.0.1:${port}/v1`, 5000);
         const sut = judgeClientBound(windows);
         expect(sut).not.toBeNull();
         expect(sut!.figures.coreWaitShareMedian).toBeGreaterThanOrEqual(0.25);
@@ -119,7 +125,7 @@ describe('client-bound runs', () => {
         expect(run).toBeGreaterThan(0);
         expect(run + wait).toBeLessThanOrEqual(1.02);
       } finally {
-        await hog?.terminate();
+        await Promise.all(hogs.map((hog) => hog.terminate()));
         execFileSync('taskset', ['-a', '-p', mask, String(process.pid)]);
         server.kill();
       }

@@ -98,7 +98,7 @@ describe(judgeClientBound.name, () => {
     );
   });
 
-  it('judges a run whose engine thread was never idle: on its core or waiting for it', () => {
+  it('judges a run whose engine thread was hardly ever idle: on its core or waiting for it', () => {
     // Seen on a streamed run at 0.34x a bare reader's rate: the loop said 88 % busy (a stream's
     // bytes that arrived while a neighbour held the core count as idle), the thread waited 15 %.
     const never = (coreRunShare: number, coreWaitShare: number) => ({

@@ -28,8 +28,8 @@ export const CLIENT_BOUND_THRESHOLDS = {
   /** ...with a mean wait per wake-up of at least this share of the window's E2E P50. */
   coreWaitShareOfE2e: 0.1,
   /**
-   * The engine's thread on its core or ready to run at least this share of the window: it never
-   * sat waiting for the target. The event loop's utilisation misses this when a neighbour on the
+   * The engine's thread on its core or ready to run at least this share of the window: it hardly
+   * ever sat waiting for the target. The event loop's utilisation misses this when a neighbour on the
    * core holds it (a stream whose bytes have arrived waits, and the loop counts that as idle): a
    * streamed run at 0.34x a bare reader's rate, busy 88 % and waiting 15 %, passed as valid.
    */
@@ -71,7 +71,7 @@ export function clientBoundReason(health: GeneratorHealth): string | null {
     case 'runnable':
       return (
         `engine thread on its core ${(health.coreRunShare! * 100).toFixed(0)} % of the window and ` +
-        `waiting for it ${(health.coreWaitShare! * 100).toFixed(0)} %: never idle`
+        `waiting for it ${(health.coreWaitShare! * 100).toFixed(0)} %: idle under 5 %`
       );
     case 'loop-delay':
       return `event-loop delay P99 ${health.loopDelayP99Ms.toFixed(1)} ms against E2E P50 ${health.e2eP50Ms.toFixed(1)} ms`;
@@ -104,7 +104,7 @@ export function threadSchedStat(): { runNs: number; waitNs: number; slices: numb
  * Measures the generator's own health while it loads, one sample per window: event-loop delay
  * and utilisation of the thread it runs on (the engine's), the host's CPU busy ratio, send
  * lateness (actual minus intended send time), the in-flight backlog and (Linux) how long the
- * thread waited for its core. Single owner (the engine's event loop); `observeSend` is on the hot
+ * thread was on its core and how long it waited for it. Single owner (the engine's event loop); `observeSend` is on the hot
  * path (one histogram record).
  */
 export class GeneratorHealthMonitor {
@@ -148,7 +148,7 @@ export class GeneratorHealthMonitor {
       concurrency: this.concurrency,
       e2eP50Ms,
       recordBudgetPerSec: windowMs > 0 ? (records * 1000) / windowMs : 0,
-      ...this.coreWait(windowMs),
+      ...this.coreShares(windowMs),
     };
     this.delay.reset();
     this.late.reset();
@@ -164,7 +164,7 @@ export class GeneratorHealthMonitor {
    * How long the thread was on a core and waited for one in the `windowMs` since the last sample;
    * {} where not measured.
    */
-  private coreWait(
+  private coreShares(
     windowMs: number,
   ): Pick<GeneratorHealth, 'coreWaitShare' | 'coreWaitMeanMs' | 'coreRunShare'> {
     const before = this.sched;
